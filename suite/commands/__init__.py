@@ -1,0 +1,1 @@
+"""One module per `race` subcommand; each registers itself with suite.cli.command."""
