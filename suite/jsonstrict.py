@@ -1,0 +1,133 @@
+"""Strict, bounded JSON reading for files that come from other people.
+
+Python's json module accepts NaN/Infinity, silently keeps the last of duplicate keys and
+recurses without a depth limit; a report with any of those is ambiguous, so we refuse them
+with a reason instead. Sizes are checked before anything is read whole.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+# A report is a few kilobytes; 64 MiB leaves room for huge hand-made ones and refuses a 2 GB file
+# before reading it. Ledgers are streamed line by line and have a per-line limit instead.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
+# Real reports nest about 5 deep; anything past this is hostile or broken.
+MAX_DEPTH = 64
+
+
+class JSONInputError(ValueError):
+    """A document that cannot be read as strict JSON. `kind` is a stable short code
+    (size, encoding, syntax, nan, duplicate-key, depth, type) used by validation rules."""
+
+    def __init__(self, kind: str, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+
+
+def _no_constants(name: str):
+    raise JSONInputError("nan", f"non-standard number literal {name} (JSON has no NaN or Infinity)",
+                         "write the number as a finite value, or null if unknown")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise JSONInputError("duplicate-key", f"duplicate key {k!r} in one object",
+                                     "keep one value per key: readers disagree which duplicate wins")
+            seen.add(k)
+    return d
+
+
+def _finite_float(s: str) -> float:
+    x = float(s)
+    if math.isinf(x):  # 1e999 parses to inf: the same ambiguity as an Infinity literal
+        raise JSONInputError("nan", f"number {s} overflows to infinity", "write a finite number")
+    return x
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
+                            parse_float=_finite_float)
+
+
+def depth(obj: Any) -> int:
+    """Nesting depth of a parsed JSON value (a scalar is 0), without recursion."""
+    best, stack = 0, [(obj, 0)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            best = max(best, d)
+            continue
+        best = max(best, d + 1)
+        stack.extend((c, d + 1) for c in children)
+    return best
+
+
+def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse one JSON document strictly: UTF-8, no NaN/Infinity, no duplicate keys, no
+    trailing garbage, bounded nesting. Raises JSONInputError with a stable `kind`."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise JSONInputError("encoding", f"not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start}",
+                                 "save the file as UTF-8") from None
+    else:
+        text = data
+    try:
+        obj, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
+    except RecursionError:
+        raise JSONInputError("depth", f"nesting deeper than the parser allows (limit {max_depth})",
+                             "flatten the document") from None
+    except json.JSONDecodeError as e:
+        raise JSONInputError("syntax", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}",
+                             "check the file is one JSON document") from None
+    end = _skip_ws(text, end)
+    if end != len(text):
+        line = text.count("\n", 0, end) + 1
+        raise JSONInputError("syntax", f"trailing data after the JSON document at line {line}",
+                             "a report holds exactly one JSON document; ledgers use .jsonl")
+    if depth(obj) > max_depth:
+        raise JSONInputError("depth", f"nesting deeper than {max_depth} levels", "flatten the document")
+    return obj
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """Read a whole file, refusing it by its size on disk before reading when over max_bytes."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise JSONInputError("size", f"file is {size:,} bytes, over the {max_bytes:,}-byte limit for one document",
+                             "reports are small; raise the limit with --max-bytes if this one is genuine")
+    with open(p, "rb") as f:
+        data = f.read(max_bytes + 1)  # the file may grow between stat and read
+    if len(data) > max_bytes:
+        raise JSONInputError("size", f"file is over the {max_bytes:,}-byte limit for one document",
+                             "raise the limit with --max-bytes if this one is genuine")
+    return data
+
+
+def load(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """read_bytes + loads."""
+    return loads(read_bytes(path, max_bytes=max_bytes))

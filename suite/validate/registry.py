@@ -1,0 +1,77 @@
+"""Findings and the rule registry: every rule is a function with a stable ID, a one-line title,
+a severity and a docstring that explains it (`race validate --list-rules`, docs/validation.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Literal, NamedTuple
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found in one file."""
+
+    rule_id: str  # stable rule ID, e.g. "ARITH-001"
+    severity: Severity  # "error" or "warning" (after --strict every finding is an error)
+    file: str  # the file it is in ("-" for standard input)
+    path: str  # JSON path inside the document ("$.totals.flops.total"), or "line N" in a ledger
+    message: str  # what is wrong, with the numbers
+    hint: str  # how to fix it
+
+    def to_dict(self) -> dict:
+        """Stable machine form (keys in this order)."""
+        return {"rule_id": self.rule_id, "severity": self.severity, "file": self.file,
+                "path": self.path, "message": self.message, "hint": self.hint}
+
+
+class Issue(NamedTuple):
+    """What a rule function yields; the runner adds rule ID, severity and file."""
+
+    path: str
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered check. `scope` says what it looks at: "input" (reading a file; emitted by
+    the loader), "report" (a parsed report), "ledger" (a ledger's streamed summary).
+    `requires` names the report sections that must be schema-valid before it runs."""
+
+    id: str
+    title: str
+    severity: Severity
+    scope: str
+    requires: tuple[str, ...]
+    fn: Callable[..., Iterable[Issue]]
+
+    @property
+    def family(self) -> str:
+        """The ID prefix: INPUT, SCHEMA, ARITH, PHYS, PLAUS, LEDGER."""
+        return self.id.split("-", 1)[0]
+
+    @property
+    def doc(self) -> str:
+        """The rule's docstring, dedented."""
+        import inspect
+
+        return inspect.cleandoc(self.fn.__doc__ or "")
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, *, title: str, severity: Severity = "error", scope: str = "report",
+         requires: Iterable[str] = ()):
+    """Register a rule function under a stable ID. The function takes the scope's context and
+    yields Issue(path, message, hint) for each problem."""
+
+    def register(fn):
+        if rule_id in RULES:
+            raise ValueError(f"duplicate rule id {rule_id}")
+        RULES[rule_id] = Rule(rule_id, title, severity, scope, tuple(requires), fn)
+        return fn
+
+    return register
