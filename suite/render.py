@@ -476,7 +476,8 @@ TABLE_FORMATS = ("markdown", "latex", "json")
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                "<": r"\textless{}", ">": r"\textgreater{}", "\n": " ", "\r": " "}
+                "<": r"\textless{}", ">": r"\textgreater{}", "\n": " ", "\r": " ",
+                "·": r"\textperiodcentered{}", "—": "---", "–": "--"}
 _MD_SPECIAL = set("\\`*_[]<>|#!{}")
 
 
