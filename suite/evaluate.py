@@ -389,14 +389,38 @@ def _row(name: str, metric: str, values: list[float], tokens: int, flops: int, j
     return row
 
 
-def _policy_flops(model: str, adapter_cfg: dict | None, lengths: list[tuple[int, int]], attention: str) -> int:
-    """Generation FLOPs: prefill over each prompt plus one decode step per generated token."""
-    return 0  # filled from suite.accounting
+def _accounting_adapter(adapter_cfg: dict | None):
+    """suite.accounting's Adapter for a peft adapter_config (None: the bare base model)."""
+    from .accounting import PROJECTIONS, Adapter
+
+    if not adapter_cfg:
+        return Adapter(kind="full")  # no LoRA branch runs: the base model's forward FLOPs only
+    targets = adapter_cfg.get("target_modules") or PROJECTIONS
+    targets = PROJECTIONS if isinstance(targets, str) else tuple(t for t in PROJECTIONS if t in targets)
+    return Adapter(kind="lora", rank=int(adapter_cfg["r"]), alpha=float(adapter_cfg.get("lora_alpha") or 0),
+                   targets=targets or PROJECTIONS)
 
 
-def _judge_flops(judge: str, lengths: list[int], attention: str) -> int:
-    """Forward FLOPs of a reward model over the tokens it scored."""
-    return 0  # filled from suite.accounting
+def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list[int], generated_lengths: list[int],
+               scorer: str | Path | None = None, scored_lengths: list[int] | None = None,
+               attention: str = "causal") -> tuple[int, int]:
+    """(generation FLOPs, scorer FLOPs) by suite.accounting: generation is a prefill over each
+    prompt plus one decode step per generated token (the rollout formula, LoRA branches
+    included, no padding: engine profile 'generic'); the scorer (judge or reward model) is one
+    forward over the tokens it scored. Completions a scorer skipped (0 tokens) cost nothing."""
+    from .accounting import GRPOSettings, phase_flops, work_from_lengths
+    from .modelspec import load_spec
+
+    policy = load_spec(str(model))
+    scored = [n for n in (scored_lengths or []) if n > 0]
+    reward_model = load_spec(str(scorer)) if scorer is not None and scored else None
+    settings = GRPOSettings(group_size=1, prompts_per_step=len(prompt_lengths),
+                            max_completion_tokens=max(generated_lengths), gradient_checkpointing=False)
+    work = work_from_lengths(prompt_lengths, generated_lengths, settings, engine="generic",
+                             reward_lengths=scored if reward_model else None, iterations=0)
+    flops = phase_flops(work, policy, _accounting_adapter(adapter_cfg), settings, reward_model,
+                        engine="generic", attention=attention)
+    return flops["rollout"], flops["reward"]
 
 
 def _set_offline(targets) -> None:
@@ -477,17 +501,19 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
         judged = judge(prompts, completions, **columns)
         judge_tokens = list(judge.last_scored_lengths)
         gen_tokens = sum(a + b for a, b in lengths)
-        rows.append(_row(name, "pass@1", passed, gen_tokens,
-                         _policy_flops(config.model, adapter_cfg, lengths, config.attention)))
-        rows.append(_row(name, "process_judge", judged, sum(judge_tokens),
-                         _judge_flops(str(judge_path), judge_tokens, config.attention), judge=judge_entry))
+        prompt_lens, gen_lens = [a for a, _ in lengths], [b for _, b in lengths]
+        gen_flops, judge_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, judge_path,
+                                            judge_tokens, config.attention)
+        rows.append(_row(name, "pass@1", passed, gen_tokens, gen_flops))
+        rows.append(_row(name, "process_judge", judged, sum(judge_tokens), judge_flops, judge=judge_entry))
         native_scores, native_tokens = None, []
         if native is not None:
             native_scores = native(prompts, completions, **columns)
             native_tokens = list(native.last_scored_lengths)
             model_based = native.kind != "rule"
-            rows.append(_row(name, "native_reward", native_scores, sum(native_tokens),
-                             _judge_flops(native.model_path, native_tokens, config.attention) if model_based else 0,
+            native_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, native.model_path,
+                                      native_tokens, config.attention)[1] if model_based else 0
+            rows.append(_row(name, "native_reward", native_scores, sum(native_tokens), native_flops,
                              judge=model_entry(native.model_path) if model_based else None))
         if config.out_dir:
             out = Path(config.out_dir)
