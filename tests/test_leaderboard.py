@@ -1,0 +1,134 @@
+"""Submissions: content-hash ids, atomic no-clobber writes under concurrency, folder loading."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from suite import leaderboard as lb
+from suite.errors import RaceError
+
+from leaderboard_docs import ROOT, made_up_report
+
+
+def test_id_is_a_content_hash_independent_of_formatting():
+    d = made_up_report()
+    same = json.loads(json.dumps(d, indent=4, sort_keys=False))
+    assert lb.submission_id(d) == lb.submission_id(same)
+    assert len(lb.submission_id(d)) == 16 and int(lb.submission_id(d), 16) >= 0
+    assert lb.submission_id(made_up_report(run_id="other")) != lb.submission_id(d)
+
+
+def test_write_new_never_clobbers(tmp_path):
+    target = tmp_path / "x.json"
+    assert lb.write_new(target, b"first")
+    assert not lb.write_new(target, b"second")
+    assert target.read_bytes() == b"first"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]     # no temp file left behind
+
+
+def _race_to_write(args):
+    path, payload, start = args
+    while time.time() < start:        # line up all writers on the same instant
+        pass
+    return lb.write_new(Path(path), payload)
+
+
+def test_concurrent_writers_leave_exactly_one_complete_file(tmp_path):
+    target = tmp_path / "same.json"
+    payloads = [bytes([65 + i]) * 200_000 for i in range(8)]
+    start = time.time() + 0.5
+    with mp.get_context("fork").Pool(8) as pool:
+        won = pool.map(_race_to_write, [(str(target), p, start) for p in payloads])
+    assert sum(won) == 1
+    assert target.read_bytes() == payloads[won.index(True)]
+    assert [p.name for p in tmp_path.iterdir()] == ["same.json"]
+
+
+def test_interrupted_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "big.json"
+    code = ("import sys; sys.path.insert(0, %r); from pathlib import Path; from suite.leaderboard import write_new; "
+            "write_new(Path(%r), b'x' * (128 * 1024 * 1024))") % (str(ROOT), str(target))
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 30
+    while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):   # it has started writing
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    # Killed mid-write: the final name never holds a partial file.
+    assert not target.exists() or target.stat().st_size == 128 * 1024 * 1024
+    leftovers = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert all(p.name.startswith(".") for p in leftovers)   # hidden: builds ignore it
+
+
+def test_folder_loading_skips_what_it_cannot_read(tmp_path):
+    good = made_up_report(run_id="good")
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    (tmp_path / "copy.json").write_text(json.dumps(good, indent=2))
+    (tmp_path / "broken.json").write_text('{"schema_version": "1.0", ')
+    (tmp_path / "nan.json").write_text('{"x": NaN}')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "notes.txt").write_text("ignored")
+    (tmp_path / ".good.json.123.tmp").write_text("half")
+    loaded = lb.load_submissions(tmp_path, check=False)
+    assert [s.filename for s in loaded.submissions] == ["copy.json"]
+    reasons = {s.name: s.reason for s in loaded.skipped}
+    assert set(reasons) == {"broken.json", "nan.json", "list.json", "good.json"}
+    assert "duplicate of copy.json" in reasons["good.json"]
+    assert "NaN" in reasons["nan.json"] or "nan" in reasons["nan.json"].lower()
+
+
+def test_missing_folder_is_a_user_error(tmp_path):
+    with pytest.raises(RaceError, match="does not exist"):
+        lb.load_submissions(tmp_path / "nope")
+
+
+def test_ledger_outside_the_folder_is_never_read(tmp_path):
+    (tmp_path / "secret.jsonl").write_text("{}\n")
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    doc = made_up_report()
+    doc["ledger"]["path"] = "../secret.jsonl"
+    steps, note = lb.ledger_steps(sub, doc)
+    assert steps is None and "not available" in note
+
+
+def _write_ledger(path: Path, steps: int) -> str:
+    from suite.ledger import LedgerWriter, file_sha256
+
+    with LedgerWriter(path, fsync=False) as w:
+        for s in range(1, steps + 1):
+            w.append(s, tokens={"rollout_prompt": 10, "rollout_completion": 20, "update": 30, "reward": 0},
+                     work={}, flops={"rollout": 1000 + s, "update": 500, "reward": 0},
+                     time="2026-11-29T20:00:00Z")
+    return file_sha256(path)
+
+
+def test_site_charts_a_ledger_stored_beside_the_submissions(tmp_path):
+    subs, site = tmp_path / "subs", tmp_path / "site"
+    (subs / lb.LEDGER_DIR).mkdir(parents=True)
+    with_ledger, without = made_up_report(run_id="charted", steps=25), made_up_report(run_id="bare")
+    sha = _write_ledger(tmp_path / "ledger.jsonl", 25)
+    with_ledger["ledger"]["sha256"] = sha
+    os.replace(tmp_path / "ledger.jsonl", subs / lb.LEDGER_DIR / f"{sha}.jsonl")
+    mismatched = made_up_report(run_id="wrong-sha")
+    mismatched["ledger"]["sha256"] = "f" * 64
+    (subs / lb.LEDGER_DIR / f"{'f' * 64}.jsonl").write_bytes((subs / lb.LEDGER_DIR / f"{sha}.jsonl").read_bytes())
+    for d in (with_ledger, without, mismatched):
+        (subs / f"{d['run']['id']}.json").write_text(json.dumps(d))
+    summary = lb.build(subs, site, check=False)
+    assert summary["listed"] == 3 and summary["skipped"] == 0
+    pages = {lb.submission_id(d): d["run"]["id"] for d in (with_ledger, without, mismatched)}
+    html = {name: (site / "s" / f"{sid}.html").read_text() for sid, name in pages.items()}
+    assert html["charted"].count("<polygon") == 3 and "25 optimizer steps" in html["charted"]
+    assert "<polygon" not in html["bare"] and "not available beside the report" in html["bare"]
+    assert "<polygon" not in html["wrong-sha"] and "sha256 does not match" in html["wrong-sha"]
