@@ -39,6 +39,7 @@ class Target:
     name: str  #: target and lm-eval task name, e.g. "arith-easy-250"
     source: str  #: "embedded", "gsm8k" or "math500"
     description: str  #: one line for --help and docs
+    size: int = 250  #: problems in the target
 
     @property
     def embedded(self) -> bool:
@@ -501,11 +502,12 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
         judged = judge(prompts, completions, **columns)
         judge_tokens = list(judge.last_scored_lengths)
         gen_tokens = sum(a + b for a, b in lengths)
+        label = result_name(name, len(samples))
         prompt_lens, gen_lens = [a for a, _ in lengths], [b for _, b in lengths]
         gen_flops, judge_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, judge_path,
                                             judge_tokens, config.attention)
-        rows.append(_row(name, "pass@1", passed, gen_tokens, gen_flops))
-        rows.append(_row(name, "process_judge", judged, sum(judge_tokens), judge_flops, judge=judge_entry))
+        rows.append(_row(label, "pass@1", passed, gen_tokens, gen_flops))
+        rows.append(_row(label, "process_judge", judged, sum(judge_tokens), judge_flops, judge=judge_entry))
         native_scores, native_tokens = None, []
         if native is not None:
             native_scores = native(prompts, completions, **columns)
@@ -513,7 +515,7 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
             model_based = native.kind != "rule"
             native_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, native.model_path,
                                       native_tokens, config.attention)[1] if model_based else 0
-            rows.append(_row(name, "native_reward", native_scores, sum(native_tokens), native_flops,
+            rows.append(_row(label, "native_reward", native_scores, sum(native_tokens), native_flops,
                              judge=model_entry(native.model_path) if model_based else None))
         if config.out_dir:
             out = Path(config.out_dir)
@@ -528,3 +530,113 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
             write_json_atomic(out / f"{name}.results.json", _jsonable(
                 {k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")}))
     return rows
+
+
+def result_name(name: str, n: int) -> str:
+    """The target name written into results: the target itself, or "<target>:first-<n>" when
+    --limit scored only its first n problems (a subset is never reported as the whole set)."""
+    return name if n >= target(name).size else f"{name}:first-{n}"
+
+
+# ------------------------------------------------------------------------------ runs and reports
+
+
+def merge_evaluations(existing: list[dict], new: list[dict]) -> list[dict]:
+    """Existing rows with the new ones in place of any with the same (target, metric)."""
+    keys = {(r["target"], r["metric"]) for r in new}
+    return [r for r in existing if (r.get("target"), r.get("metric")) not in keys] + list(new)
+
+
+def _embedded_model(name: str) -> Path:
+    from .paths import tasks
+
+    return tasks() / "arith" / "models" / name
+
+
+def _resolve_model(value: str | None, run_dir: Path) -> Path | None:
+    """A model folder from a run's cell/report: a path (absolute, or relative to the run or the
+    working folder) or the name of an embedded model."""
+    if not value:
+        return None
+    for p in (Path(value), run_dir / value, _embedded_model(value)):
+        if (p / "config.json").is_file():
+            return p
+    return None
+
+
+def run_models(run_dir: Path) -> tuple[Path, str, str | None]:
+    """(base model folder, reward system, reward model folder or None) of a run folder, from
+    its cell.yaml (policy, reward) and report.json (policy.name, reward)."""
+    import yaml
+
+    report = json.loads((run_dir / "report.json").read_text())
+    cell = {}
+    if (run_dir / "cell.yaml").is_file():
+        cell = yaml.safe_load((run_dir / "cell.yaml").read_text()) or {}
+    policy = cell.get("policy") if isinstance(cell.get("policy"), str) else (cell.get("policy") or {}).get("path")
+    base = _resolve_model(policy, run_dir) or _resolve_model(report.get("policy", {}).get("name"), run_dir)
+    if base is None:
+        raise RaceError(f"base model of run {run_dir} not found (policy {policy or report.get('policy', {}).get('name')!r})",
+                        "pass --model with the policy folder the run trained")
+    reward = report.get("reward") or {}
+    cell_reward = cell.get("reward") if isinstance(cell.get("reward"), dict) else {"system": cell.get("reward")}
+    system = reward.get("system") or cell_reward.get("system")
+    model_name = cell_reward.get("model_path") or cell_reward.get("model") or (reward.get("model") or {}).get("name")
+    reward_model = _resolve_model(model_name, run_dir) if reward.get("kind", "rule") != "rule" else None
+    return base, system, str(reward_model) if reward_model else None
+
+
+def _check_valid(doc: dict, path: Path) -> None:
+    from .validate import validate_report
+
+    errors = [f for f in validate_report(doc, file=str(path)) if f.severity == "error" and f.path.startswith("$.evaluations")]
+    if errors:
+        e = errors[0]
+        raise RaceError(f"evaluations would make {path} invalid: {e.path}: {e.message}", e.hint or None)
+
+
+def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None = None, backend: str = "hf", *,
+                 model: str | None = None, judge: str | None = None, data_dir: str | None = None,
+                 batch_size: int = 64, device: str = "cpu") -> list[dict]:
+    """Evaluate RUN_DIR/adapter on `targets` with all three metrics, keep lm-eval's per-sample
+    logs in RUN_DIR/eval/, and write the rows into RUN_DIR/report.json atomically (rows for the
+    same target and metric are replaced; the report stays valid). Returns the new rows."""
+    from .report import write_json_atomic
+
+    run_dir = Path(run_dir)
+    report_path = run_dir / "report.json"
+    if not report_path.is_file():
+        raise RaceError(f"run folder {run_dir} has no report.json", "pass a folder written by `race run`")
+    adapter = run_dir / "adapter"
+    if not (adapter / "adapter_config.json").is_file():
+        raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
+                        "the run saves its adapter at the end; was it finished?")
+    base, system, reward_model = run_models(run_dir)
+    base = Path(model) if model else base
+    config = EvalConfig(model=str(base), adapter=str(adapter), targets=tuple(targets), limit=limit,
+                        backend=backend, judge=judge, native_reward=system, native_reward_model=reward_model,
+                        data_dir=data_dir, out_dir=str(run_dir / "eval"), batch_size=batch_size, device=device)
+    rows = evaluate(config)
+    doc = json.loads(report_path.read_text())
+    doc["evaluations"] = merge_evaluations(doc.get("evaluations") or [], rows)
+    _check_valid(doc, report_path)
+    write_json_atomic(report_path, doc)
+    return rows
+
+
+def evaluate_base(model: str | Path, out: str | Path, targets=DEFAULT_TARGETS, limit: int | None = None,
+                  backend: str = "hf", *, native_reward: str | None = None, native_reward_model: str | None = None,
+                  judge: str | None = None, data_dir: str | None = None, batch_size: int = 64,
+                  device: str = "cpu") -> dict:
+    """Score a base model without adapter (the reference row): OUT/evaluations.json holds
+    {"model": <report model object>, "adapter": null, "evaluations": [...]}; logs in OUT/eval/."""
+    from .report import write_json_atomic
+
+    out = Path(out)
+    config = EvalConfig(model=str(model), adapter=None, targets=tuple(targets), limit=limit, backend=backend,
+                        judge=judge, native_reward=native_reward, native_reward_model=native_reward_model,
+                        data_dir=data_dir, out_dir=str(out / "eval"), batch_size=batch_size, device=device)
+    rows = evaluate(config)
+    doc = {"model": model_entry(model), "adapter": None, "evaluations": rows}
+    write_json_atomic(out / "evaluations.json", doc)
+    return doc
