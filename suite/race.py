@@ -312,7 +312,8 @@ def _nearest(cands: list[Allocation], p: float) -> Allocation:
     def dist(a: Allocation) -> float:
         return abs(math.log(a.p) - math.log(p)) if a.p > 0 and p > 0 else abs(a.p - p)
 
-    return min(cands, key=lambda a: (dist(a), -a.score, a.label))
+    # Ties go to the lower p (cheaper in update compute) — never to the score being judged.
+    return min(cands, key=lambda a: (dist(a), a.p, a.label))
 
 
 # ---------------------------------------------------------------- the baseline

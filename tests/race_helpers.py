@@ -15,7 +15,10 @@ MODELS = {"tiny-0.2m": 210_000, "tiny-1m": 1_070_000, "tiny-4m": 4_100_000}
 
 def model(name: str) -> dict:
     """A report v1 model block for an embedded tiny policy."""
-    return {"name": name, "spec": {"hidden_size": 128, "num_layers": 4, "vocab_size": 330},
+    spec = {"name": name, "model_type": "qwen2", "hidden_size": 128, "num_layers": 4, "num_heads": 4,
+            "num_kv_heads": 2, "head_dim": 32, "intermediate_size": 512, "vocab_size": 330,
+            "tie_embeddings": False, "qkv_bias": True}
+    return {"name": name, "spec": spec,
             "params_total": MODELS.get(name, 1_000_000), "params_non_embedding": MODELS.get(name, 1_000_000) // 2}
 
 
