@@ -262,6 +262,20 @@ class GenericProfile(EngineProfile):
                    "its own tokens; log-prob passes project completion tokens only; old-policy pass when mu > 1")
 
 
+@engine("verl")
+class VerlProfile(EngineProfile):
+    """verl 0.9 main_ppo (FSDP actor, remove-padding on, vLLM rollout), as `race import verl`
+    and `race export verl` configure it."""
+
+    description = ("verl 0.9 main_ppo with use_remove_padding: no padding; each completion prefills its prompt; "
+                   "log-prob passes project every position (logits over the unpadded sequence); the old-policy "
+                   "log-prob forward runs every step (rollout_correction.bypass_mode off)")
+    lm_head_train = "all"
+
+    def old_policy_pass(self, s: GRPOSettings) -> bool:
+        return True  # ray_trainer recomputes old_log_probs each step unless bypass_mode
+
+
 def get_engine(name: str) -> EngineProfile:
     """The registered profile `name`, or RaceError listing the known ones."""
     try:
