@@ -348,6 +348,11 @@ class Move:
         """p*(to) - p*(from)."""
         return self.p_to - self.p_from
 
+    @property
+    def same_allocation(self) -> bool:
+        """Both conditions prefer the same allocation label."""
+        return self.label_from == self.label_to
+
 
 def moves(rows: list[FrontierRow]) -> list[Move]:
     """How p* moves between conditions that differ in exactly one factor (model size, budget,
@@ -494,3 +499,22 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
     written += _save_figure(fig, out, "score_vs_total_flops")
     plt.close(fig)
     return written
+
+
+def document(rows: list[FrontierRow], ms: list[Move]) -> str:
+    """The Markdown page `race frontier` writes: the frontier table and how p* moves."""
+    return ("# Conditional allocation frontiers\n\n"
+            "Best observed allocation per condition (seeds averaged; p* = its update share). "
+            "Model sizes are never pooled.\n\n" + table(rows) +
+            "\n## How p* moves when one factor changes\n\n" + moves_table(ms))
+
+
+def write(cells: list[Cell], out: str | os.PathLike, *, plots: bool = True) -> list[Path]:
+    """Frontier, moves, out/frontier.md and (unless plots=False) the PNG/SVG plots; returns the
+    paths written. Raises RaceError when there are no cells."""
+    if not cells:
+        raise RaceError("no evaluated cells to draw frontiers from", "evaluate the runs first (`race eval RUN_DIR`)")
+    rows = frontier(cells)
+    out = Path(out)
+    write_text_atomic(out / "frontier.md", document(rows, moves(rows)))
+    return [out / "frontier.md"] + (plot(rows, cells, out) if plots else [])

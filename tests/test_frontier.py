@@ -123,6 +123,11 @@ def test_frontier_cli_writes_table_and_plots(tmp_path, capsys):
     assert not list((tmp_path / "g").glob("*.png"))
     best = {(c["condition"]["model"], c["condition"]["target"]): c["best"]["label"] for c in doc["conditions"]}
     assert best[("tiny-1m", "easy")] == "a2" and best[("tiny-1m", "hard")] == "a0"
+    # the two targets disagree on the best allocation, and the moves say so
+    easy_hard = [m for m in doc["moves"] if m["factor"] == "evaluation" and m["from"] == "easy/pass@1"
+                 and m["to"] == "hard/pass@1" and "tiny-1m" in m["held"]]
+    assert len(easy_hard) == 1 and not easy_hard[0]["same_allocation"]
+    assert easy_hard[0]["delta"] == pytest.approx(0.1 - 0.5)
 
 
 def test_no_evaluated_cells(tmp_path):

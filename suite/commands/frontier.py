@@ -38,14 +38,7 @@ def run(args) -> int:
     rows = fr.frontier(pilot.cells)
     ms = fr.moves(rows)
     out = Path(args.out) if args.out else Path(args.directory) / "frontier"
-    text = ("# Conditional allocation frontiers\n\n"
-            "Best observed allocation per condition (seeds averaged; p* = its update share). "
-            "Model sizes are never pooled.\n\n" + fr.table(rows) +
-            "\n## How p* moves when one factor changes\n\n" + fr.moves_table(ms))
-    fr.write_text_atomic(out / "frontier.md", text)
-    written = [out / "frontier.md"]
-    if not args.no_plots:
-        written += fr.plot(rows, list(pilot.cells), out)
+    written = fr.write(list(pilot.cells), out, plots=not args.no_plots)
     if args.json:
         print(json.dumps({
             "conditions": [{"condition": r.condition.to_dict(), "cells": r.cells,
@@ -54,10 +47,11 @@ def run(args) -> int:
                                 "score_sd": r.best.score_sd, "n": r.best.n, "lora_rank": r.best.lora_rank}}
                            for r in rows],
             "moves": [{"factor": m.factor, "held": m.held, "from": m.frm, "to": m.to,
-                       "p_from": m.p_from, "p_to": m.p_to, "delta": m.delta} for m in ms],
+                       "p_from": m.p_from, "p_to": m.p_to, "delta": m.delta,
+                       "same_allocation": m.same_allocation} for m in ms],
             "files": [str(w) for w in written]}, indent=2))
     else:
-        print(text)
+        print(fr.document(rows, ms))
         skipped = f"; {len(pilot.unevaluated)} unevaluated report(s) skipped" if pilot.unevaluated else ""
         print(f"{len(pilot.cells)} cells from {pilot.reports} report(s){skipped}. Wrote:")
         for w in written:
