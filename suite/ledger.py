@@ -201,7 +201,8 @@ class LedgerReader:
 
     Iterate it once; afterwards (or during) `torn` is the torn last line or None, `problems`
     the bad lines in the middle (kept only up to `max_problems`; `n_problems` counts all),
-    `records` the number of good records, `sha256` the hash of every byte read, `size` bytes.
+    `records` the number of good records, `sha256` the hash of every byte read, `size` bytes,
+    `line` the line number of the record last yielded.
     `strict=True` raises RaceError at the first bad middle line instead of collecting it.
     """
 
@@ -216,6 +217,7 @@ class LedgerReader:
     records: int = 0
     sha256: str = ""
     size: int = 0
+    line: int = 0  # line number of the record last yielded
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -268,9 +270,84 @@ class LedgerReader:
                     self._problem(LineProblem(lineno, problem, "record"))
                     continue
                 self.records += 1
+                self.line = lineno
                 yield rec
         self.sha256 = h.hexdigest()
         self.size = offset
+
+
+# How many step-order problems to list one by one before summarising.
+MAX_STEP_PROBLEMS = 20
+
+
+@dataclass
+class LedgerSummary:
+    """One streaming pass over a ledger: sums of flops, tokens, work and seconds, first and
+    last step and time, step-order problems, torn tail, bad lines, sha256 and size."""
+
+    path: Path
+    records: int = 0
+    flops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_KEYS, 0))
+    work: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    first_time: str | None = None
+    last_time: str | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    step_problems: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+    n_step_problems: int = 0
+    torn: TornLine | None = None
+    problems: list[LineProblem] = field(default_factory=list)
+    n_problems: int = 0
+    sha256: str = ""
+    size: int = 0
+    error: str | None = None  # the file could not be opened at all
+
+    @classmethod
+    def scan(cls, path: str | os.PathLike, *, strict: bool = False) -> "LedgerSummary":
+        """Stream the ledger once and summarise it (constant memory). strict: a bad middle
+        line or a step that does not increase raises RaceError instead of being collected."""
+        s = cls(Path(path))
+        if not s.path.is_file():
+            s.error = f"ledger file {s.path} does not exist" if not s.path.exists() else f"{s.path} is not a file"
+            return s
+        reader = LedgerReader(s.path, strict=strict)
+        flops, tokens, work, seconds = s.flops, s.tokens, s.work, s.seconds
+        prev = None
+        try:
+            for rec in reader:
+                step = rec["step"]
+                if prev is not None and step <= prev:
+                    if strict:
+                        raise RaceError(f"{s.path}: line {reader.line}: step {step} does not follow step {prev}",
+                                        "steps must strictly increase; one record per optimizer step")
+                    s.n_step_problems += 1
+                    if len(s.step_problems) < MAX_STEP_PROBLEMS:
+                        what = "repeats" if step == prev else "goes back from"
+                        s.step_problems.append((reader.line, f"step {step} {what} step {prev}"))
+                prev = step
+                if s.first_step is None:
+                    s.first_step, s.first_time = step, rec["time"]
+                s.last_time = rec["time"]
+                for k, v in rec["flops"].items():
+                    flops[k] += v
+                for k, v in rec["tokens"].items():
+                    tokens[k] += v
+                for k, v in rec["work"].items():
+                    work[k] = work.get(k, 0) + v
+                sec = rec.get("seconds")
+                if sec:
+                    for k, v in sec.items():
+                        seconds[k] = seconds.get(k, 0.0) + v
+        except OSError as e:
+            s.error = f"cannot read ledger {s.path}: {e}"
+            return s
+        s.last_step = prev
+        s.records = reader.records
+        s.torn, s.problems, s.n_problems = reader.torn, reader.problems, reader.n_problems
+        s.sha256, s.size = reader.sha256, reader.size
+        return s
 
 
 @dataclass(frozen=True)

@@ -110,67 +110,208 @@ class RunSpec:
 
 _RUN_SPEC_KEYS = {"policy", "adapter", "grpo", "reward", "engine", "accounting", "budget", "label",
                   "seed", "id", "evaluations"}
+_HINT = "see docs/report.md for the run spec format"
 
 
 def _need(d: Mapping, key: str, where: str):
+    if not isinstance(d, Mapping):
+        raise RaceError(f"run spec: {where} must be a mapping", _HINT)
     if key not in d:
-        raise RaceError(f"run spec: {where} lacks required field {key!r}",
-                        "see docs/report.md for the run spec format")
+        raise RaceError(f"run spec: {where} lacks required field {key!r}", _HINT)
     return d[key]
+
+
+def _int(x, what: str) -> int:
+    """An integer from YAML/JSON that may write big numbers as 1.5e18 or '1.5e18'."""
+    try:
+        v = float(x) if not isinstance(x, int) else x
+    except (TypeError, ValueError):
+        raise RaceError(f"run spec: {what} = {x!r} is not a number", _HINT) from None
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        raise RaceError(f"run spec: {what} = {x!r} is not finite", _HINT)
+    if v < 0:
+        raise RaceError(f"run spec: {what} = {x!r} is negative", _HINT)
+    return int(v)
 
 
 def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
     from .accounting import Adapter, GRPOSettings
 
     if not isinstance(d, Mapping):
-        raise RaceError("run spec must be a mapping", "see docs/report.md for the run spec format")
+        raise RaceError("run spec must be a mapping", _HINT)
     unknown = set(d) - _RUN_SPEC_KEYS
     if unknown:
-        raise RaceError(f"run spec: unknown field {sorted(unknown)[0]!r}",
-                        f"known fields: {', '.join(sorted(_RUN_SPEC_KEYS))}")
+        raise RaceError(f"run spec: unknown field {sorted(unknown)[0]!r}", f"known fields: {', '.join(sorted(_RUN_SPEC_KEYS))}")
     policy = _need(d, "policy", "the spec")
     ad = dict(_need(d, "adapter", "the spec"))
     kind = ad.pop("type", None) or ad.pop("kind", None) or ("lora" if ad.get("rank") else "full")
+    if ad.get("targets") is not None:
+        ad["targets"] = tuple(ad["targets"])
+    else:
+        ad.pop("targets", None)
+    ad["rank"] = ad.get("rank") or 0
+    ad["alpha"] = float(ad.get("alpha") or 0.0)
     try:
         adapter = Adapter(kind=kind, **ad)
         grpo = GRPOSettings(**dict(_need(d, "grpo", "the spec")))
     except TypeError as e:
-        raise RaceError(f"run spec: {e}", "see docs/report.md for the run spec format") from None
-    rw = d.get("reward") or {}
+        raise RaceError(f"run spec: {e}", _HINT) from None
+    rw = d.get("reward")
+    if rw is None:
+        raise RaceError("run spec lacks required field 'reward'", "e.g. reward: {system: sparse} or {system: prm, kind: prm, model: Qwen2.5-Math-PRM-7B}")
     if isinstance(rw, str):
         rw = {"system": rw}
-    reward = RewardSpec(system=_need(rw, "system", "reward"), kind=rw.get("kind", "rule" if not rw.get("model") else "prm"),
-                        model=rw.get("model"))
+    model = rw.get("model")
+    reward = RewardSpec(system=str(_need(rw, "system", "reward")), kind=rw.get("kind") or ("prm" if model else "rule"),
+                        model=None if model is None else str(model))
     if reward.kind not in REWARD_KINDS:
-        raise RaceError(f"run spec: reward kind {reward.kind!r} is not one of {', '.join(REWARD_KINDS)}")
+        raise RaceError(f"run spec: reward kind {reward.kind!r} is not one of {', '.join(REWARD_KINDS)}", _HINT)
     if (reward.kind == "rule") != (reward.model is None):
         raise RaceError(f"run spec: reward kind {reward.kind!r} " + ("needs a model" if reward.model is None else "takes no model"),
                         "rule rewards have model: null; orm/prm/judge name their model")
     en = d.get("engine") or {}
-    engine = EngineSpec(**en) if isinstance(en, Mapping) else EngineSpec(name=str(en))
+    if isinstance(en, str):
+        en = {"name": en}
+    name = str(en.get("name", "trl"))
+    engine = EngineSpec(name=name, version=str(en.get("version") or _installed_version(name)))
     acc = d.get("accounting") or {}
+    attention = acc.get("attention", "causal")
+    if attention not in ("causal", "full"):
+        raise RaceError(f"run spec: attention {attention!r} is not causal or full", _HINT)
     bd = d.get("budget") or {}
     if not isinstance(bd, Mapping):
         bd = {"flops": bd}
     band = bd.get("band")
-    budget = Budget(flops=None if bd.get("flops") is None else int(float(bd["flops"])),
-                    band=None if band is None else (int(float(band[0])), int(float(band[1]))))
-    attention = acc.get("attention", "causal")
-    if attention not in ("causal", "full"):
-        raise RaceError(f"run spec: attention {attention!r} is not causal or full")
+    if band is not None:
+        if isinstance(band, Mapping):
+            band = (band.get("low"), band.get("high"))
+        if len(band) != 2:
+            raise RaceError("run spec: budget.band must be [low, high]", _HINT)
+        band = (_int(band[0], "budget.band low"), _int(band[1], "budget.band high"))
+    budget = Budget(flops=None if bd.get("flops") is None else _int(bd["flops"], "budget.flops"), band=band)
+    evals = d.get("evaluations") or ()
+    if not isinstance(evals, (list, tuple)):
+        raise RaceError("run spec: evaluations must be a list of {target, metric, value, n}", _HINT)
     return RunSpec(policy=str(policy), adapter=adapter, grpo=grpo, reward=reward, engine=engine,
-                   engine_profile=acc.get("engine_profile", "trl"), attention=attention, budget=budget,
-                   label=str(d.get("label", "")), seed=d.get("seed"), id=d.get("id"),
-                   evaluations=tuple(d.get("evaluations") or ()))
+                   engine_profile=str(acc.get("engine_profile", "trl")), attention=attention, budget=budget,
+                   label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
+                   evaluations=tuple(dict(e) for e in evals))
+
+
+def _installed_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except (PackageNotFoundError, ValueError):
+        return "unknown"
 
 
 def load_run_spec(path: str | os.PathLike) -> RunSpec:
-    """Read a run spec from YAML or JSON."""
-    raise NotImplementedError  # filled in below once accounting lands
+    """Read a run spec from a YAML or JSON file (a `race run` cell spec's run part)."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RaceError(f"cannot read run spec {p}: {e.strerror or e}", "check the path") from None
+    except UnicodeDecodeError:
+        raise RaceError(f"run spec {p} is not UTF-8 text") from None
+    try:
+        d = yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as e:
+        raise RaceError(f"run spec {p} is not valid YAML/JSON: {str(e).splitlines()[0]}") from None
+    return RunSpec.from_dict(d)
+
+
+def model_entry(spec: "ModelSpec") -> dict:
+    """A report `model` object: name, spec and exact parameter counts."""
+    return {"name": spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
+            "params_non_embedding": spec.params_non_embedding}
+
+
+def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mapping[str, int], steps: int,
+                seconds: Mapping[str, float] | None = None) -> dict:
+    """The report's `totals` section from summed per-phase numbers: adds total, shares and
+    the update share p = C_update / C_total."""
+    f = {p: int(flops[p]) for p in PHASES}
+    total = sum(f.values())
+    out = {"steps": steps, "flops": {**f, "total": total},
+           "shares": {p: (f[p] / total if total else 0.0) for p in PHASES},
+           "update_share": f["update"] / total if total else 0.0,
+           "tokens": {k: int(tokens[k]) for k in TOKEN_KEYS}, "work": dict(work)}
+    if seconds:
+        out["seconds"] = {k: float(v) for k, v in seconds.items()}
+    return out
 
 
 def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *,
-                 report_dir: str | os.PathLike | None = None, created: str | None = None) -> dict:
-    """Build a report v1 dict from a ledger and its run spec. The ledger path is stored
-    relative to `report_dir` (default: the ledger's folder)."""
-    raise NotImplementedError
+                 report_dir: str | os.PathLike | None = None, created: str | None = None,
+                 evaluations: list[Mapping[str, Any]] | None = None, warn=None) -> dict:
+    """Build a report v1 dict from a ledger and its run spec, streaming the ledger once.
+
+    The ledger path is stored relative to `report_dir` (default: the ledger's folder). A torn
+    last line is left out of the totals and reported through `warn(message)` (default: a
+    Python warning); a malformed line or a step that does not increase raises RaceError.
+    `evaluations` (rows {target, metric, value, n, ...}) are added to the spec's own. The
+    result is checked against the report schema before it is returned."""
+    from .accounting import METHOD, VERSION
+    from .ledger import LedgerSummary
+    from .modelspec import load_spec
+
+    spec = run_spec if isinstance(run_spec, RunSpec) else RunSpec.from_dict(run_spec)
+    ledger_path = Path(ledger_path)
+    if not ledger_path.is_file():
+        raise RaceError(f"ledger {ledger_path} not found", "pass the ledger.jsonl a run wrote")
+    s = LedgerSummary.scan(ledger_path, strict=True)
+    if s.error:
+        raise RaceError(s.error)
+    if s.torn is not None:
+        msg = f"ledger {ledger_path}: {s.torn}"
+        if warn is None:
+            import warnings
+
+            warnings.warn(msg, stacklevel=2)
+        else:
+            warn(msg)
+    policy = load_spec(spec.policy)
+    reward_model = load_spec(spec.reward.model) if spec.reward.model else None
+    base = Path(report_dir) if report_dir is not None else ledger_path.parent
+    rel = Path(os.path.relpath(ledger_path.resolve(), base.resolve())).as_posix()
+    run = {"id": spec.id or spec.label or ledger_path.resolve().parent.name or "run",
+           "label": spec.label, "seed": spec.seed, "created": created or utc_now()}
+    if s.first_time:
+        run["started"], run["finished"] = s.first_time, s.last_time
+    run["engine"] = {"name": spec.engine.name, "version": spec.engine.version}
+    run["suite_version"] = __version__
+    doc = {
+        "$schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "policy": model_entry(policy),
+        "adapter": spec.adapter.to_report(policy),
+        "grpo": spec.grpo.to_report(),
+        "reward": {"system": spec.reward.system, "kind": spec.reward.kind,
+                   "model": model_entry(reward_model) if reward_model else None},
+        "accounting": {"method": METHOD, "version": VERSION, "engine_profile": spec.engine_profile,
+                       "attention": spec.attention, "flop_convention": "1 multiply-add = 2 FLOPs"},
+        "budget": {"flops": spec.budget.flops,
+                   "band": None if spec.budget.band is None else {"low": spec.budget.band[0], "high": spec.budget.band[1]}},
+        "totals": totals_from(s.flops, s.tokens, s.work, s.records, s.seconds),
+        "ledger": {"path": rel, "sha256": s.sha256, "records": s.records},
+        "evaluations": [dict(e) for e in spec.evaluations] + [dict(e) for e in (evaluations or ())],
+    }
+    check_report_schema(doc)
+    return doc
+
+
+def check_report_schema(doc: Mapping[str, Any]) -> None:
+    """Raise RaceError naming the first schema violations of a report we are about to write."""
+    from .validate.schema_rules import json_path, report_validator
+
+    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    if errs:
+        first = "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3])
+        raise RaceError(f"the report would not match the v1 schema: {first}",
+                        "check the run spec's evaluations and budget (docs/report.md)")

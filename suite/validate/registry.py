@@ -62,6 +62,16 @@ class Rule:
 
 RULES: dict[str, Rule] = {}
 
+# Run (and list) order: the schema decides which sections later rules may read.
+FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "PHYS", "PLAUS", "INTERNAL")
+
+
+def ordered(scope: str | None = None) -> list[Rule]:
+    """Registered rules in run order (by family, then ID), optionally of one scope."""
+    rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
+    rules = sorted(RULES.values(), key=lambda r: (rank.get(r.family, len(rank)), r.id))
+    return [r for r in rules if scope is None or r.scope == scope]
+
 
 def rule(rule_id: str, *, title: str, severity: Severity = "error", scope: str = "report",
          requires: Iterable[str] = ()):

@@ -1,0 +1,258 @@
+"""Regenerate the example reports and ledgers under schemas/examples/ (deterministic).
+
+    .venv/bin/python schemas/examples/make_examples.py
+
+valid/: two reports transcribed from the source paper's published setup (Wilhelm & Kao 2026):
+Qwen2.5-1.5B-Instruct with a LoRA (rank 64 on every projection), GRPO with K = 2 completions
+per prompt and up to 2,048 completion tokens, TRL engine profile, (a) the sparse rule reward
+and (b) Qwen2.5-Math-PRM-7B feedback. Per-step token lengths are drawn with a fixed seed and
+priced by suite.accounting (work_from_lengths + phase_flops), exactly as a run's ledger
+callback would. Evaluation values are illustrative, not the paper's results.
+
+invalid/: each document breaks one invariant; `<name>.expect` lists the rule IDs it must
+trigger (one per line). tests/test_validate_examples.py runs them all.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import random
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
+from suite.ledger import LedgerWriter  # noqa: E402
+from suite.modelspec import load_spec  # noqa: E402
+from suite.report import build_report, totals_from, write_json_atomic  # noqa: E402
+
+STEPS = 40
+PROMPTS_PER_STEP = 16
+START = dt.datetime(2026, 11, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+CREATED = "2026-11-02T09:00:00Z"
+
+
+def _time(step: int) -> str:
+    return (START + dt.timedelta(seconds=95 * step)).isoformat().replace("+00:00", "Z")
+
+
+def paper_spec(reward: str) -> dict:
+    """The run spec of the paper's setup; reward 'sparse' (rule) or 'prm' (Qwen2.5-Math-PRM-7B)."""
+    prm = reward == "prm"
+    return {
+        "id": f"paper-qwen2.5-1.5b-lora64-k2-{reward}",
+        "label": f"Qwen2.5-1.5B-Instruct, LoRA r=64, K=2, {'PRM feedback' if prm else 'sparse rule reward'}",
+        "seed": 0,
+        "policy": "Qwen2.5-1.5B-Instruct",
+        "adapter": {"type": "lora", "rank": 64, "alpha": 128},
+        "grpo": {"group_size": 2, "prompts_per_step": PROMPTS_PER_STEP, "num_iterations": 1, "beta": 0.0,
+                 "max_completion_tokens": 2048, "gradient_checkpointing": True},
+        "reward": {"system": "prm", "kind": "prm", "model": "Qwen2.5-Math-PRM-7B"} if prm else {"system": "sparse"},
+        "engine": {"name": "trl", "version": "1.16.0"},
+        "accounting": {"engine_profile": "trl", "attention": "causal"},
+        "budget": {"flops": None, "band": None},
+        "evaluations": [
+            {"target": "gsm8k-250", "metric": "pass@1", "value": 0.712 if not prm else 0.704, "n": 250},
+            {"target": "math500-250", "metric": "pass@1", "value": 0.452 if not prm else 0.46, "n": 250},
+        ],
+    }
+
+
+def write_ledger(path: Path, spec: dict, seed: int = 0) -> None:
+    """A STEPS-step ledger with seeded Polaris-like lengths (prompts 60-400 tokens, completions
+    up to 2,048), priced by suite.accounting."""
+    rng = random.Random(seed)
+    policy = load_spec(spec["policy"])
+    rm = load_spec(spec["reward"]["model"]) if spec["reward"].get("model") else None
+    g = GRPOSettings(**spec["grpo"])
+    adapter = Adapter(kind="lora", rank=spec["adapter"]["rank"], alpha=float(spec["adapter"]["alpha"]))
+    path.unlink(missing_ok=True)
+    with LedgerWriter(path, fsync=False) as w:
+        for step in range(1, STEPS + 1):
+            prompts = [rng.randint(60, 400) for _ in range(g.prompts_per_step)]
+            comps = [min(2048, max(8, int(rng.lognormvariate(6.3, 0.6)))) for _ in range(g.prompts_per_step * g.group_size)]
+            full = [p for p in prompts for _ in range(g.group_size)]
+            reward = [p + c for p, c in zip(full, comps)] if rm else None
+            work = work_from_lengths(prompts, comps, g, "trl", reward)
+            flops = phase_flops(work, policy, adapter, g, rm, engine="trl", attention="causal")
+            w.append(step, time=_time(step), tokens=tokens_from_work(work), work=work, flops=flops,
+                     seconds={"rollout": round(rng.uniform(40, 70), 2), "update": round(rng.uniform(15, 25), 2),
+                              "reward": round(rng.uniform(8, 12), 2) if rm else round(rng.uniform(0.01, 0.05), 3)})
+
+
+def band_around(total: int) -> dict:
+    """An IsoFLOP band of +-10% around a round number near the total."""
+    mag = 10 ** (len(str(total)) - 2)
+    centre = round(total / mag) * mag
+    return {"low": int(centre * 0.9), "high": int(centre * 1.1)}
+
+
+def make_valid() -> dict[str, dict]:
+    out = HERE / "valid"
+    out.mkdir(exist_ok=True)
+    docs = {}
+    for reward in ("sparse", "prm"):
+        spec = paper_spec(reward)
+        ledger = out / f"paper-qwen1.5b-lora64-{reward}.ledger.jsonl"
+        write_ledger(ledger, spec, seed=1 if reward == "sparse" else 2)
+        doc = build_report(ledger, spec, report_dir=out, created=CREATED)
+        total = doc["totals"]["flops"]["total"]
+        doc["budget"] = {"flops": band_around(total)["high"] // 11 * 10, "band": band_around(total)}
+        doc["run"]["notes"] = ("Transcribed from the source paper's published setup (Polaris-53K prompts, K=2, up to "
+                               "2,048 completion tokens); per-step lengths are seeded draws, FLOPs by suite.accounting. "
+                               "Evaluation values are illustrative, not the paper's results.")
+        write_json_atomic(out / f"paper-qwen1.5b-lora64-{reward}.json", doc)
+        docs[reward] = doc
+    return docs
+
+
+# ------------------------------------------------------------------------------------ invalid
+
+
+def _retotal(doc: dict) -> None:
+    """Recompute total, shares and p after a phase changed (so only the intended rule fires)."""
+    t = doc["totals"]
+    doc["totals"] = totals_from(t["flops"], t["tokens"], t["work"], t["steps"], t.get("seconds"))
+
+
+def invalid_cases(valid: dict[str, dict]):
+    """(name, document or raw bytes, expected rule IDs, ledger bytes or None)."""
+    sparse, prm = valid["sparse"], valid["prm"]
+    base_ledger = (HERE / "valid" / sparse["ledger"]["path"]).read_bytes()
+
+    def mut(src, fn):
+        d = copy.deepcopy(src)
+        d["ledger"]["path"] = "base.ledger.jsonl" if src is sparse else "prm.ledger.jsonl"
+        fn(d)
+        return d
+
+    def setp(path, value):
+        def fn(d):
+            node = d
+            for k in path[:-1]:
+                node = node[k]
+            node[path[-1]] = value
+        return fn
+
+    def both(*fns):
+        def fn(d):
+            for f in fns:
+                f(d)
+        return fn
+
+    f = sparse["totals"]["flops"]
+    yield "phase-sum", mut(sparse, setp(("totals", "flops", "total"), f["total"] + 10**12)), ["ARITH-001"]
+    yield "shares", mut(sparse, setp(("totals", "shares", "rollout"), sparse["totals"]["shares"]["rollout"] + 0.01)), ["ARITH-002"]
+    yield "update-share", mut(sparse, setp(("totals", "update_share"), 0.5)), ["ARITH-003"]
+
+    def bump_rollout(d):
+        d["totals"]["flops"]["rollout"] += d["totals"]["flops"]["rollout"] // 10
+        _retotal(d)
+    yield "ledger-sums", mut(sparse, bump_rollout), ["ARITH-004", "PHYS-001"]
+    yield "ledger-sha256", mut(sparse, setp(("ledger", "sha256"), "0" * 64)), ["ARITH-006"]
+    yield "record-count", mut(sparse, both(setp(("ledger", "records"), sparse["ledger"]["records"] + 1),
+                                          setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), ["ARITH-007"]
+    yield "ledger-missing", mut(sparse, setp(("ledger", "path"), "no-such-ledger.jsonl")), ["LEDGER-003"]
+    yield "ledger-escapes", mut(sparse, setp(("ledger", "path"), "../valid/" + sparse["ledger"]["path"])), ["LEDGER-003"]
+
+    def full_priced(d):
+        from suite.accounting import Adapter as A, GRPOSettings as G
+        from suite.modelspec import ModelSpec
+
+        w = d["totals"]["work"]
+        full = phase_flops(w, ModelSpec.from_dict(d["policy"]["spec"]), A(kind="full"), G(**d["grpo"]), None, "trl", "causal")
+        d["totals"]["flops"]["update"] = full["update"]
+        _retotal(d)
+    yield "lora-priced-as-full", mut(sparse, full_priced), ["PHYS-003", "ARITH-004"]
+
+    def zero_prm(d):
+        d["totals"]["flops"]["reward"] = 0
+        _retotal(d)
+    yield "prm-zero-cost", mut(prm, zero_prm), ["PHYS-004", "ARITH-004"]
+
+    def charge_rule(d):
+        d["totals"]["flops"]["reward"] = 10**15
+        _retotal(d)
+    yield "rule-reward-charged", mut(sparse, charge_rule), ["PHYS-005", "ARITH-004"]
+
+    def floor(d):
+        d["totals"]["flops"]["rollout"] = 10**12
+        _retotal(d)
+    yield "rollout-below-floor", mut(sparse, floor), ["PHYS-002", "PHYS-001"]
+    yield "param-count", mut(sparse, setp(("policy", "params_total"), sparse["policy"]["params_total"] + 1)), ["PHYS-006"]
+
+    def swap_size(d):
+        big = load_spec("Qwen2.5-7B-Instruct")
+        d["policy"]["spec"] = {**big.to_dict(), "name": d["policy"]["name"]}
+        d["policy"]["params_total"], d["policy"]["params_non_embedding"] = big.params_total, big.params_non_embedding
+        d["adapter"]["trainable_params"] = Adapter(kind="lora", rank=64, alpha=128.0).trainable_params(big)
+    yield "swapped-model-size", mut(sparse, swap_size), ["PHYS-007", "PHYS-001"]
+    yield "trainable-params", mut(sparse, setp(("adapter", "trainable_params"), 1000)), ["PHYS-008"]
+    yield "wrong-attention", mut(sparse, setp(("accounting", "attention"), "full")), ["PHYS-001"]
+    yield "unknown-engine-profile", mut(sparse, setp(("accounting", "engine_profile"), "megatron")), ["PHYS-001"]
+    yield "outside-band", mut(sparse, setp(("budget", "band"), {"low": 1, "high": 2})), ["PLAUS-001"]
+    yield "group-size-1", mut(sparse, setp(("grpo", "group_size"), 1)), ["PLAUS-002"]
+    yield "eval-n", mut(sparse, setp(("evaluations", 0, "n"), 200)), ["PLAUS-003"]
+
+    def no_update(d):
+        d["totals"]["flops"]["update"] = 0
+        _retotal(d)
+    yield "update-share-zero", mut(sparse, no_update), ["PLAUS-004", "PHYS-001"]
+    yield "bad-date-time", mut(sparse, setp(("run", "created"), "2026-13-45T25:61:00Z")), ["SCHEMA-002"]
+    yield "typo-key", mut(sparse, lambda d: d.__setitem__("totels", d["totals"])), ["SCHEMA-002"]
+    yield "missing-field", mut(sparse, lambda d: d["grpo"].pop("beta")), ["SCHEMA-002"]
+    yield "reward-model-incomplete", mut(prm, setp(("reward", "model"), {"name": "Qwen2.5-Math-PRM-7B"})), ["SCHEMA-002"]
+    yield "unknown-version", mut(sparse, setp(("schema_version",), "2.0")), ["SCHEMA-001"]
+    # Hostile bytes.
+    yield "not-json", b"this is not JSON\n", ["INPUT-004"]
+    yield "trailing-garbage", json.dumps(sparse).encode() + b"\n}{garbage", ["INPUT-004"]
+    yield "nan", json.dumps(sparse).replace('"update_share": ', '"update_share": NaN, "x": ').encode(), ["INPUT-005"]
+    yield "infinity", b'{"schema_version": "1.0", "budget": {"flops": Infinity}}', ["INPUT-005"]
+    yield "duplicate-keys", b'{"schema_version": "1.0", "schema_version": "2.0"}', ["INPUT-006"]
+    yield "deep-nesting", b"[" * 100_000 + b"]" * 100_000, ["INPUT-007"]
+    yield "non-utf8", b'{"schema_version": "1.0", "run": {"id": "\xff\xfe"}}', ["INPUT-003"]
+    yield "top-level-array", b"[]", ["SCHEMA-001"]
+    # Ledger problems (the report is rebuilt over its own broken ledger).
+    lines = base_ledger.splitlines(keepends=True)
+    yield "dup-step", None, ["ARITH-005"], b"".join(lines[:5] + [lines[4]] + lines[5:])
+    yield "torn-tail", None, ["LEDGER-001"], base_ledger + lines[5][: len(lines[5]) // 2]
+    yield "bad-line", None, ["LEDGER-002"], b"".join(lines[:3] + [b'{"step": "four"}\n'] + lines[3:])
+
+
+def make_invalid(valid: dict[str, dict]) -> None:
+    out = HERE / "invalid"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    (out / "base.ledger.jsonl").write_bytes((HERE / "valid" / valid["sparse"]["ledger"]["path"]).read_bytes())
+    (out / "prm.ledger.jsonl").write_bytes((HERE / "valid" / valid["prm"]["ledger"]["path"]).read_bytes())
+    from suite.ledger import LedgerSummary
+
+    for case in invalid_cases(valid):
+        name, doc, expect = case[:3]
+        if len(case) == 4:  # a broken ledger; its report sums what is readable, with a true hash
+            ledger = out / f"{name}.ledger.jsonl"
+            ledger.write_bytes(case[3])
+            s = LedgerSummary.scan(ledger)
+            doc = copy.deepcopy(valid["sparse"])
+            doc["totals"] = totals_from(s.flops, s.tokens, s.work, s.records, s.seconds)
+            doc["ledger"] = {"path": ledger.name, "sha256": s.sha256, "records": s.records}
+            doc["budget"]["band"] = None
+        if isinstance(doc, bytes):
+            (out / f"{name}.json").write_bytes(doc)
+        else:
+            write_json_atomic(out / f"{name}.json", doc)
+        (out / f"{name}.expect").write_text("\n".join(expect) + "\n")
+
+
+if __name__ == "__main__":
+    v = make_valid()
+    make_invalid(v)
+    for r, d in v.items():
+        t = d["totals"]
+        print(f"{r}: total {t['flops']['total']:.3e} FLOPs, rollout {t['shares']['rollout']:.3f}, "
+              f"update p {t['update_share']:.3f}, reward {t['shares']['reward']:.3f}")

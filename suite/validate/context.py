@@ -1,0 +1,63 @@
+"""What rules look at: a parsed report with its schema results and a lazily streamed summary
+of its ledger; or a ledger on its own."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..ledger import LedgerSummary
+
+
+@dataclass
+class ReportContext:
+    """A parsed report under validation."""
+
+    doc: Any
+    file: str
+    base_dir: Path | None
+    schema_bad: set[str] = field(default_factory=set)  # top-level sections with schema errors
+
+    def section_ok(self, *names: str) -> bool:
+        """True when the document is an object and none of `names` had schema errors."""
+        return isinstance(self.doc, dict) and "$" not in self.schema_bad and not (set(names) & self.schema_bad)
+
+    @cached_property
+    def ledger_path(self) -> Path | None:
+        """The ledger file this report references, resolved against base_dir (None if unknown)."""
+        if self.base_dir is None or not self.section_ok("ledger"):
+            return None
+        return (self.base_dir / self.doc["ledger"]["path"]).resolve()
+
+    @cached_property
+    def ledger_escapes(self) -> bool:
+        """True when the ledger path resolves outside the report's folder (never read then)."""
+        p = self.ledger_path
+        if p is None:
+            return False
+        base = self.base_dir.resolve()
+        return os.path.commonpath([base, p]) != str(base)
+
+    @cached_property
+    def ledger(self) -> LedgerSummary | None:
+        """Streamed summary of the referenced ledger (None when it cannot be located)."""
+        p = self.ledger_path
+        return None if p is None or self.ledger_escapes else LedgerSummary.scan(p)
+
+    @cached_property
+    def recompute(self):
+        """suite.validate.physics.Recomputation of this report's FLOPs (or its failure reason)."""
+        from .physics import recompute
+
+        return recompute(self.doc)
+
+
+@dataclass
+class LedgerContext:
+    """A ledger under validation (standalone or referenced by a report)."""
+
+    file: str
+    summary: LedgerSummary

@@ -1,0 +1,286 @@
+"""Physics rules: recompute each phase's FLOPs from the report's own work statistics and model
+specs (suite.accounting, under the declared engine profile and attention convention) and
+refuse claims no real run can make."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..ledger import PHASES
+from .registry import Issue, rule
+
+# Relative deviation allowed between a declared phase and our recomputation. Our own reports
+# agree exactly (same integers); 1% is the agreement the accounting itself is held to against
+# torch's FlopCounterMode, so a hand-filled report from another exact method passes.
+TOLERANCE = 0.01
+
+FORMULAS = {
+    "rollout": "prefill 2·N·(prompt tokens) + decode 2·N per generated token + attention to the cached context "
+               "(suite.accounting.phase_flops, docs/accounting.md)",
+    "update": "μ × (forward + activation-gradient backward [+ adapter weight gradients for LoRA | + all weight "
+              "gradients for full FT] [+ checkpoint recompute]) + old-policy and reference forwards the engine runs "
+              "(suite.accounting.phase_flops, docs/accounting.md)",
+    "reward": "reward-model forward over the scored tokens (0 for rule rewards) (suite.accounting.phase_flops, "
+              "docs/accounting.md)",
+}
+
+
+@dataclass(frozen=True)
+class Recomputation:
+    """Our FLOPs for the report's summed work (per phase), or why they cannot be computed."""
+
+    flops: dict[str, int] | None
+    error: str | None = None
+    hint: str = ""
+    other_adapter: dict[str, int] | None = None  # the same work priced with the other adapter type
+
+
+def _inputs(doc: dict, adapter_type: str | None = None):
+    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention)."""
+    from ..accounting import Adapter, GRPOSettings
+    from ..modelspec import ModelSpec
+
+    policy = ModelSpec.from_dict(doc["policy"]["spec"])
+    a = doc["adapter"]
+    kind = adapter_type or a["type"]
+    if kind == a["type"]:
+        adapter = Adapter(kind=kind, rank=a["rank"] or 0, alpha=a["alpha"] or 0.0,
+                          **({"targets": tuple(a["targets"])} if a["targets"] else {}))
+    else:  # the other type's price: full fine-tuning, or a rank-8 LoRA on every projection
+        adapter = Adapter.from_rank(0 if kind == "full" else 8)
+    g = doc["grpo"]
+    settings = GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
+                            num_iterations=g["num_iterations"], beta=g["beta"],
+                            max_completion_tokens=g["max_completion_tokens"],
+                            gradient_checkpointing=g["gradient_checkpointing"])
+    rm = doc["reward"]["model"]
+    reward_model = ModelSpec.from_dict(rm["spec"]) if rm else None
+    acc = doc["accounting"]
+    return policy, adapter, settings, reward_model, acc["engine_profile"], acc["attention"]
+
+
+def recompute(doc: dict) -> Recomputation:
+    """Recompute the report's per-phase FLOPs from totals.work; never raises."""
+    from ..errors import RaceError
+
+    try:
+        from ..accounting import ENGINES, phase_flops
+    except ImportError:
+        return Recomputation(None, "suite.accounting is not available", "install the suite completely")
+    if doc["accounting"]["engine_profile"] not in ENGINES:
+        return Recomputation(None, f"unknown engine profile {doc['accounting']['engine_profile']!r}",
+                             f"use one of {', '.join(sorted(ENGINES))} (the generic profile suits hand-filled reports)")
+    work = doc["totals"]["work"]
+    try:
+        args = _inputs(doc)
+        flops = phase_flops(work, *args[:4], engine=args[4], attention=args[5])
+        other = None
+        if doc["adapter"]["type"] in ("lora", "full"):
+            flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
+            oargs = _inputs(doc, flip)
+            other = phase_flops(work, *oargs[:4], engine=oargs[4], attention=oargs[5])
+    except RaceError as e:
+        return Recomputation(None, e.message, e.hint or "")
+    except (KeyError, TypeError, ValueError) as e:
+        return Recomputation(None, f"totals.work cannot be priced: {type(e).__name__}: {e}",
+                             "totals.work must hold the statistics suite.accounting defines (work_from_lengths)")
+    return Recomputation({p: int(flops[p]) for p in PHASES}, other_adapter={p: int(other[p]) for p in PHASES} if other else None)
+
+
+def _rel(a: int, b: int) -> float:
+    return abs(a - b) / max(abs(b), 1)
+
+
+def _close(a: int, b: int) -> bool:
+    return _rel(a, b) <= TOLERANCE
+
+
+_PHYS_REQ = ("policy", "adapter", "grpo", "reward", "accounting", "totals")
+
+
+@rule("PHYS-001", title="phase FLOPs disagree with the recomputation", requires=_PHYS_REQ)
+def phase_recompute(ctx) -> Iterable[Issue]:
+    """Each phase is recomputed from `totals.work` and the declared specs with
+    `suite.accounting.phase_flops` under the declared engine profile and attention convention.
+    A deviation over 1% (TOLERANCE) is an error naming both numbers and the formula. When the
+    update matches the other adapter type's price, PHYS-003 reports it instead."""
+    r = ctx.recompute
+    if r.flops is None:
+        yield Issue("$.totals.work", f"cannot recompute the phase FLOPs: {r.error}", r.hint)
+        return
+    declared = ctx.doc["totals"]["flops"]
+    for p in PHASES:
+        want, got = r.flops[p], declared[p]
+        if _close(got, want):
+            continue
+        if p == "update" and _swapped_adapter(ctx):
+            continue
+        if p == "reward" and (_missing_reward_model_cost(ctx) or _rule_reward_charged(ctx)):
+            continue
+        sign = "+" if got > want else "-"
+        yield Issue(f"$.totals.flops.{p}",
+                    f"{p} FLOPs declared {got:,} but recomputed {want:,} ({sign}{_rel(got, want):.1%}, tolerance "
+                    f"{TOLERANCE:.0%}) under engine profile {ctx.doc['accounting']['engine_profile']!r}, attention "
+                    f"{ctx.doc['accounting']['attention']!r}: {FORMULAS[p]}",
+                    "count this phase with `race flops` for the same model, adapter and tokens, or correct the specs")
+
+
+@rule("PHYS-002", title="rollout FLOPs below 2·N per generated token", requires=("policy", "totals"))
+def rollout_floor(ctx) -> Iterable[Issue]:
+    """Generating one token runs the whole network once: at least 2·N FLOPs with N the
+    policy's non-embedding parameters. Less rollout compute than 2·N·(generated tokens) is
+    impossible."""
+    n = ctx.doc["policy"]["params_non_embedding"]
+    gen = ctx.doc["totals"]["tokens"]["rollout_completion"]
+    floor = 2 * n * gen
+    got = ctx.doc["totals"]["flops"]["rollout"]
+    if got < floor:
+        yield Issue("$.totals.flops.rollout",
+                    f"rollout {got:,} FLOPs is below the floor 2·N·T = 2 × {n:,} × {gen:,} generated tokens = {floor:,}",
+                    "count one full forward per generated token (decode) plus the prompt prefill")
+
+
+def _swapped_adapter(ctx) -> bool:
+    r = ctx.recompute
+    if r.flops is None or r.other_adapter is None:
+        return False
+    got = ctx.doc["totals"]["flops"]["update"]
+    return not _close(got, r.flops["update"]) and _close(got, r.other_adapter["update"]) \
+        and not _close(r.flops["update"], r.other_adapter["update"])
+
+
+@rule("PHYS-003", title="LoRA update priced like full fine-tuning (or the reverse)", requires=_PHYS_REQ)
+def adapter_pricing(ctx) -> Iterable[Issue]:
+    """A LoRA update computes weight gradients only for the adapter matrices, so it costs
+    about 2/3 of a full fine-tuning update (no frozen-weight gradients). An update that
+    matches the other adapter type's price (e.g. the 6·N·T rule applied to a LoRA run, as
+    verl does) is mispriced."""
+    if not _swapped_adapter(ctx):
+        return
+    r, a = ctx.recompute, ctx.doc["adapter"]["type"]
+    other = "full fine-tuning" if a == "lora" else "LoRA"
+    got = ctx.doc["totals"]["flops"]["update"]
+    yield Issue("$.totals.flops.update",
+                f"update {got:,} FLOPs is priced like {other} ({r.other_adapter['update']:,}); the declared "
+                f"{'LoRA' if a == 'lora' else 'full fine-tuning'} update is {r.flops['update']:,}: {FORMULAS['update']}",
+                "price the update for the adapter the run used (race flops --lora-rank R; 0 = full fine-tuning)")
+
+
+def _missing_reward_model_cost(ctx) -> bool:
+    return ctx.doc["reward"]["kind"] != "rule" and ctx.doc["totals"]["flops"]["reward"] == 0
+
+
+def _rule_reward_charged(ctx) -> bool:
+    return ctx.doc["reward"]["kind"] == "rule" and ctx.doc["totals"]["flops"]["reward"] > 0
+
+
+@rule("PHYS-004", title="reward-model inference is missing from the budget", requires=("reward", "totals"))
+def reward_model_cost(ctx) -> Iterable[Issue]:
+    """An ORM, PRM or judge reward runs a model over every scored completion; zero reward FLOPs
+    with a model-based reward system means that inference was left out of the budget."""
+    if _missing_reward_model_cost(ctx):
+        k = ctx.doc["reward"]["kind"]
+        yield Issue("$.totals.flops.reward",
+                    f"reward-model inference is missing from the budget: reward kind {k!r} "
+                    f"({ctx.doc['reward']['model']['name'] if ctx.doc['reward']['model'] else 'no model'}) but 0 reward FLOPs",
+                    "count the reward model's forward over the tokens it scored (race flops --reward-model NAME)")
+
+
+@rule("PHYS-005", title="rule reward charged model FLOPs", requires=("reward", "totals"))
+def rule_reward_cost(ctx) -> Iterable[Issue]:
+    """Rule rewards (exact match, format checks) run on the CPU and cost 0 FLOPs under the
+    standard; their seconds may be recorded but no FLOPs."""
+    if _rule_reward_charged(ctx):
+        yield Issue("$.totals.flops.reward",
+                    f"reward system {ctx.doc['reward']['system']!r} is a rule reward but is charged "
+                    f"{ctx.doc['totals']['flops']['reward']:,} FLOPs",
+                    "rule rewards are 0 FLOPs; if a model scores completions, set reward.kind and reward.model")
+
+
+def _model_sections(doc):
+    yield "$.policy", doc["policy"]
+    if isinstance(doc["reward"].get("model"), dict):
+        yield "$.reward.model", doc["reward"]["model"]
+    for i, ev in enumerate(doc.get("evaluations") or ()):
+        if isinstance(ev.get("judge"), dict):
+            yield f"$.evaluations[{i}].judge", ev["judge"]
+
+
+@rule("PHYS-006", title="parameter counts disagree with the model spec",
+      requires=("policy", "reward", "evaluations"))
+def param_counts(ctx) -> Iterable[Issue]:
+    """`params_total` and `params_non_embedding` of the policy, the reward model and any judge
+    must equal the counts implied by their `spec` (exact, as the real model has them)."""
+    from ..errors import RaceError
+    from ..modelspec import ModelSpec
+
+    for where, m in _model_sections(ctx.doc):
+        try:
+            spec = ModelSpec.from_dict(m["spec"])
+        except (RaceError, TypeError) as e:
+            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.modelspec.ModelSpec.to_dict()")
+            continue
+        for key in ("params_total", "params_non_embedding"):
+            want = getattr(spec, key)
+            if m[key] != want:
+                yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
+                            "copy the counts from `race flops --json` or suite.modelspec")
+
+
+@rule("PHYS-007", title="model spec differs from the catalog model it names",
+      requires=("policy", "reward", "evaluations"))
+def catalog_identity(ctx) -> Iterable[Issue]:
+    """A model whose `name` is a catalog name (e.g. Qwen2.5-1.5B-Instruct) must carry that
+    model's spec: a 7B spec under a 1.5B name (or the reverse) makes every FLOP count wrong."""
+    from ..errors import RaceError
+    from ..modelspec import ModelSpec, load_spec
+    from ..modelspec import _catalog_lookup  # a catalog name, never a path
+
+    for where, m in _model_sections(ctx.doc):
+        if _catalog_lookup(m["name"]) is None:
+            continue
+        try:
+            cat = load_spec(m["name"])
+            spec = ModelSpec.from_dict(m["spec"])
+        except (RaceError, TypeError):
+            continue  # PHYS-006 reports unreadable specs
+        if spec != cat:
+            diff = [f"{k} {getattr(spec, k)} vs {getattr(cat, k)}" for k in ("hidden_size", "num_layers", "num_heads",
+                    "num_kv_heads", "intermediate_size", "vocab_size") if getattr(spec, k) != getattr(cat, k)]
+            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}" + (f": {', '.join(diff)}" if diff else ""),
+                        "use the catalog spec (race flops --model NAME --json), or rename the model")
+
+
+@rule("PHYS-008", title="trainable parameters disagree with the adapter", requires=("policy", "adapter"))
+def trainable_params(ctx) -> Iterable[Issue]:
+    """Full fine-tuning trains every parameter; a LoRA of rank r on a Linear(in, out) adds
+    r·(in + out) per adapted module per layer. `adapter.trainable_params` must match."""
+    from ..errors import RaceError
+    from ..modelspec import ModelSpec
+
+    try:
+        spec = ModelSpec.from_dict(ctx.doc["policy"]["spec"])
+    except (RaceError, TypeError):
+        return
+    want = expected_trainable(spec, ctx.doc["adapter"])
+    got = ctx.doc["adapter"]["trainable_params"]
+    if want is not None and got != want:
+        a = ctx.doc["adapter"]
+        how = "all parameters" if a["type"] == "full" else f"rank {a['rank']} on {', '.join(a['targets'])}"
+        yield Issue("$.adapter.trainable_params", f"trainable_params {got:,} but {how} gives {want:,}",
+                    "LoRA: r·(in + out) per adapted Linear per layer; full fine-tuning: params_total")
+
+
+def expected_trainable(spec, adapter: dict) -> int | None:
+    """Trainable parameters of a report's adapter on a spec (suite.accounting.Adapter); None
+    when the adapter cannot be built (unknown target names: not ours to count)."""
+    from ..accounting import Adapter
+    from ..errors import RaceError
+
+    try:
+        a = Adapter(kind=adapter["type"], rank=adapter["rank"] or 0, alpha=adapter["alpha"] or 0.0,
+                    **({"targets": tuple(adapter["targets"])} if adapter["targets"] else {}))
+    except (RaceError, TypeError, ValueError):
+        return None
+    return a.trainable_params(spec)

@@ -1,0 +1,72 @@
+"""Plausibility rules: claims that are possible but usually a mistake (warnings; --strict makes
+them errors)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from .registry import Issue, rule
+
+# Evaluation sets whose full size is known; a "-N" suffix (gsm8k-250) names a subset of N.
+KNOWN_TARGET_SIZES = {"gsm8k": 1319, "math500": 500, "math-500": 500}
+_SUFFIX = re.compile(r"-(\d+)$")
+
+
+def target_size(target: str) -> int | None:
+    """The number of problems a target name implies (gsm8k-250 -> 250, math500 -> 500), or None."""
+    m = _SUFFIX.search(target)
+    if m:
+        return int(m.group(1))
+    return KNOWN_TARGET_SIZES.get(target.lower())
+
+
+@rule("PLAUS-001", title="total FLOPs outside the declared budget band", severity="warning",
+      requires=("budget", "totals"))
+def budget_band(ctx) -> Iterable[Issue]:
+    """With `budget.band` = {low, high}, the run's total must land in [low, high] to belong to
+    that IsoFLOP band; without a band, a total more than 10% over `budget.flops` is flagged."""
+    b, total = ctx.doc["budget"], ctx.doc["totals"]["flops"]["total"]
+    band = b.get("band")
+    if band:
+        lo, hi = band["low"], band["high"]
+        if lo > hi:
+            yield Issue("$.budget.band", f"band low {lo:,} is above high {hi:,}", "swap low and high")
+        elif not lo <= total <= hi:
+            yield Issue("$.totals.flops.total", f"total {total:,} FLOPs is outside the declared band [{lo:,}, {hi:,}]",
+                        "move the run to the band it landed in, or adjust steps/rank to land in this one")
+    elif b.get("flops") and total > 1.1 * b["flops"]:
+        yield Issue("$.totals.flops.total", f"total {total:,} FLOPs is {total / b['flops']:.2f}x the declared budget {b['flops']:,}",
+                    "declare the budget the run actually used, or a band")
+
+
+@rule("PLAUS-002", title="GRPO group size below 2", severity="warning", requires=("grpo",))
+def group_size(ctx) -> Iterable[Issue]:
+    """GRPO normalises rewards within a group of K completions per prompt; with K = 1 every
+    advantage is zero and the policy does not learn."""
+    k = ctx.doc["grpo"]["group_size"]
+    if k < 2:
+        yield Issue("$.grpo.group_size", f"group size K = {k}: group-relative advantages are all zero",
+                    "use K >= 2 completions per prompt (the source paper uses K = 2)")
+
+
+@rule("PLAUS-003", title="evaluation n disagrees with its target", severity="warning", requires=("evaluations",))
+def evaluation_n(ctx) -> Iterable[Issue]:
+    """A target that names its size (gsm8k-250 has 250 problems; math500 has 500) must be
+    reported with that n: a smaller n means problems were dropped, a larger one a different set."""
+    for i, ev in enumerate(ctx.doc["evaluations"]):
+        want = target_size(ev["target"])
+        if want is not None and ev["n"] != want:
+            yield Issue(f"$.evaluations[{i}].n", f"target {ev['target']!r} has {want} problems but n = {ev['n']}",
+                        "report every problem of the target, or name the subset you used")
+
+
+@rule("PLAUS-004", title="update share p is exactly 0 or 1", severity="warning", requires=("totals",))
+def extreme_update_share(ctx) -> Iterable[Issue]:
+    """A GRPO run always generates rollouts and updates the policy, so p = C_update / C_total of
+    exactly 0 or 1 means a phase was left out of the accounting."""
+    t = ctx.doc["totals"]
+    if t["flops"]["total"] > 0 and t["flops"]["update"] in (0, t["flops"]["total"]):
+        which = "update" if t["flops"]["update"] == 0 else "rollout and reward"
+        yield Issue("$.totals.update_share", f"update share p = {t['update_share']}: no {which} FLOPs are counted",
+                    "count every phase (rollout generation, policy update, reward)")

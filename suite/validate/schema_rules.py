@@ -1,0 +1,186 @@
+"""Schema rules: the report against schemas/report-v1.schema.json (Draft 2020-12, formats
+checked), and the schema version. Also the INPUT rules, emitted by the loader when a file
+cannot be read as strict JSON (they are registered here so they are listed and documented)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Iterable
+
+from ..report import SCHEMA_FILE, SUPPORTED_VERSIONS
+from .registry import Issue, rule
+
+# ------------------------------------------------------------------------ input (loader) rules
+# The loader emits these; the functions only document them. kind -> rule ID:
+INPUT_RULES = {"io": "INPUT-001", "size": "INPUT-002", "encoding": "INPUT-003", "syntax": "INPUT-004",
+               "nan": "INPUT-005", "duplicate-key": "INPUT-006", "depth": "INPUT-007"}
+
+
+def _emitted_by_loader(ctx) -> Iterable[Issue]:
+    return ()
+
+
+@rule("INPUT-001", title="file cannot be read", scope="input")
+def input_io(ctx):
+    """The path does not exist, is not a regular file, or the operating system refused to read
+    it. `race validate` exits 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-002", title="file is over the size limit", scope="input")
+def input_size(ctx):
+    """A report larger than the limit (64 MiB by default, `--max-bytes`) is refused by its size
+    on disk before it is read, so a 2 GB upload cannot exhaust memory. Ledgers are streamed
+    instead and have a per-line limit (1 MiB). Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-003", title="file is not UTF-8", scope="input")
+def input_encoding(ctx):
+    """JSON files must be UTF-8 (RFC 8259); the offset of the first bad byte is reported. Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-004", title="file is not one JSON document", scope="input")
+def input_syntax(ctx):
+    """Syntax errors and trailing data after the document (line and column reported). Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-005", title="NaN or Infinity in JSON", scope="input")
+def input_nan(ctx):
+    """NaN, Infinity and numbers that overflow to infinity are not JSON and make every sum
+    meaningless; write finite numbers or null. Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-006", title="duplicate key in a JSON object", scope="input")
+def input_duplicate(ctx):
+    """Readers disagree on which of two equal keys wins, so a report with duplicates means
+    different things to different tools. Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+@rule("INPUT-007", title="JSON nested too deeply", scope="input")
+def input_depth(ctx):
+    """Nesting beyond 64 levels (a report needs about 5) is refused without recursing into
+    it, so 100,000-deep documents cannot crash the validator. Exit 2."""
+    return _emitted_by_loader(ctx)
+
+
+# ------------------------------------------------------------------------ schema rules
+
+@lru_cache(maxsize=1)
+def report_validator():
+    """The Draft 2020-12 validator of report v1, with format checking (date-time and friends
+    really checked: the jsonschema format extras are a dependency)."""
+    from jsonschema import Draft202012Validator
+
+    from .. import paths
+
+    schema = json.loads((paths.schemas() / SCHEMA_FILE).read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+@lru_cache(maxsize=1)
+def ledger_record_validator():
+    """The Draft 2020-12 validator of one ledger record (format-checked)."""
+    from jsonschema import Draft202012Validator
+
+    from .. import paths
+    from ..ledger import SCHEMA_FILE as LEDGER_SCHEMA
+
+    schema = json.loads((paths.schemas() / LEDGER_SCHEMA).read_text())
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def json_path(parts) -> str:
+    """A JSON path like $.totals.flops.rollout or $.evaluations[0].n."""
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and p.isidentifier():
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p)}]"
+    return out
+
+
+def _branch_errors(err) -> list:
+    """The errors of the oneOf/anyOf branches that fit the instance's type (a branch that
+    fails on `type` at the instance itself is the wrong alternative, not the interesting one)."""
+    by_branch: dict = {}
+    for e in err.context:
+        by_branch.setdefault(e.schema_path[0] if e.schema_path else None, []).append(e)
+    fitting = [es for es in by_branch.values()
+               if not any(e.validator == "type" and not e.relative_path for e in es)]
+    return [e for es in (fitting or list(by_branch.values())) for e in es]
+
+
+def _short(message: str, limit: int = 300) -> str:
+    # jsonschema quotes the whole offending value; a report section is a wall of text.
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def _describe(err) -> tuple[str, str, str]:
+    """Message, JSON path and keyword of one schema error; for oneOf/anyOf the best match
+    among the alternatives that fit the value's type, instead of a wall of alternatives."""
+    from jsonschema.exceptions import best_match
+
+    while err.validator in ("oneOf", "anyOf") and err.context:
+        err = best_match(_branch_errors(err))
+    return _short(err.message), json_path(err.absolute_path), err.validator
+
+
+_HINTS = {
+    "required": "add the missing field (see schemas/report-v1.schema.json)",
+    "additionalProperties": "remove or rename the field: it is not part of report v1 (a typo?)",
+    "format": "use an RFC 3339 date-time such as 2026-11-29T20:00:00Z",
+    "type": "use the type the schema gives for this field",
+    "enum": "use one of the listed values",
+    "const": "use the value the schema requires",
+    "minimum": "counts and FLOPs are non-negative",
+    "pattern": "see the field's description in schemas/report-v1.schema.json",
+}
+
+
+@rule("SCHEMA-001", title="unknown or missing schema version")
+def schema_version(ctx) -> Iterable[Issue]:
+    """`schema_version` must name a version this validator supports; the message lists them.
+    A document of another version is not checked further (its rules may differ)."""
+    doc = ctx.doc
+    if not isinstance(doc, dict):
+        ctx.schema_bad.add("$")
+        yield Issue("$", f"a report must be a JSON object, not {_jtype(doc)}",
+                    "the top level of a report is an object with schema_version, run, policy, ...")
+        return
+    v = doc.get("schema_version")
+    if v not in SUPPORTED_VERSIONS:
+        ctx.schema_bad.add("$")
+        what = "missing" if "schema_version" not in doc else f"{json.dumps(v)} is not supported"
+        yield Issue("$.schema_version", f"schema version {what}; supported: {', '.join(SUPPORTED_VERSIONS)}",
+                    f'set "schema_version": "{SUPPORTED_VERSIONS[-1]}" and follow schemas/report-v1.schema.json')
+
+
+@rule("SCHEMA-002", title="report does not match the report v1 schema")
+def schema_errors(ctx) -> Iterable[Issue]:
+    """Every violation of `schemas/report-v1.schema.json` (Draft 2020-12) with its JSON path:
+    missing or unknown fields, wrong types, bad date-times (format checking is on), values
+    out of range. For oneOf/anyOf the best-matching alternative is reported, not all of them.
+    Rules that read a section with a schema error are skipped for that section."""
+    if "$" in ctx.schema_bad:  # not an object, or another schema version
+        return
+    v = report_validator()
+    for err in sorted(v.iter_errors(ctx.doc), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+        message, path, keyword = _describe(err)
+        top = str(err.absolute_path[0]) if err.absolute_path else "$"
+        ctx.schema_bad.add(top)
+        yield Issue(path, message, _HINTS.get(keyword, "see schemas/report-v1.schema.json"))
+
+
+def _jtype(x) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(x), "a number")
