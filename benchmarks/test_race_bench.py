@@ -39,7 +39,7 @@ def _pilot(root: Path, models, rewards, allocs, seeds, with_native: bool) -> Pat
 
 
 SHAPES = {
-    # a realistic pilot: 5 model/reward settings x 10 allocations x 10 seeds, 2 evaluations each
+    # a realistic pilot: 6 model/reward settings x 10 allocations x 8 seeds, 2 evaluations each (960 cells)
     "seeded": dict(models=["tiny-0.2m", "tiny-1m", "tiny-4m"], rewards=["sparse", "prm"], allocs=10, seeds=8,
                    with_native=True),
     # the worst case for leave-one-out: 10 conditions of 100 allocations, one seed, one evaluation
