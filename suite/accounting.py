@@ -188,6 +188,9 @@ class EngineProfile:
     (every position but the last of the padded row)."""
     lm_head_recompute: bool = False
     """The LM head recomputes its logits in the backward (a fused, memory-saving head)."""
+    checkpoint_early_stop: bool = False
+    """Gradient checkpointing stops each layer's recompute once the last tensor the backward
+    needs is saved (torch non-reentrant checkpoint): the layer's last matmul is not rerun."""
 
     def old_policy_pass(self, s: GRPOSettings) -> bool:
         """Whether a no-grad log-prob forward of the current policy runs once per generation."""
@@ -207,7 +210,8 @@ class EngineProfile:
         """The profile's facts, for docs and reports."""
         return {"name": self.name, "description": self.description, "padded": self.padded,
                 "prefill_per_completion": self.prefill_per_completion,
-                "lm_head_train": self.lm_head_train, "lm_head_recompute": self.lm_head_recompute}
+                "lm_head_train": self.lm_head_train, "lm_head_recompute": self.lm_head_recompute,
+                "checkpoint_early_stop": self.checkpoint_early_stop}
 
 
 ENGINES: dict[str, EngineProfile] = {}
@@ -237,6 +241,7 @@ class TRLProfile(EngineProfile):
     prefill_per_completion = True
     lm_head_train = "completion"  # Triton path of trl's fused LM head: only labels != -100
     lm_head_recompute = True
+    checkpoint_early_stop = True  # transformers 5 checkpoints with use_reentrant=False
 
     def old_policy_pass(self, s: GRPOSettings) -> bool:
         # grpo_trainer._generate_and_score_completions: runs when generation is misaligned with
@@ -490,6 +495,15 @@ def _head_fwd(spec: ModelSpec) -> int:
     return 2 * spec.hidden_size * spec.vocab_size if spec.has_lm_head else 0
 
 
+def _last_mm(spec: ModelSpec, adapter: Adapter) -> int:
+    """FLOPs per token of a decoder layer's last matmul in forward order: down_proj, or its
+    LoRA B when down_proj is adapted (peft runs the base layer first)."""
+    h = spec.hidden_size
+    if adapter.kind == "lora" and "down_proj" in adapter.targets:
+        return 2 * adapter.rank * h
+    return 2 * spec.intermediate_size * h
+
+
 def _layer_backward(spec: ModelSpec, adapter: Adapter, rg_in: bool) -> tuple[int, int, bool]:
     """(FLOPs per token, FLOPs per attention pair, output requires grad) of one decoder layer's
     backward. Autograd computes an input gradient only where the input requires grad and a
@@ -544,6 +558,8 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
     # LM head backward: dx always (something upstream trains); dW only when it trains itself;
     # a fused head first recomputes its logits.
     head_bwd = head * (1 + (adapter.kind == "full") + prof.lm_head_recompute)
+    # Checkpointed decoder layers run their forward again in the backward.
+    recompute = lin + lora - (policy.num_layers * _last_mm(policy, adapter) if prof.checkpoint_early_stop else 0)
 
     table = [
         ("rollout", "generate forward", {"rollout.tokens": lin + lora, f"rollout.{attn}": pair, "rollout.lm_head": head}),
@@ -551,7 +567,7 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
                                      "update.train.lm_head": head}),
         ("update", "train backward", {"update.train.tokens": bwd_tok, f"update.train.{attn}": bwd_pair,
                                       "update.train.lm_head": head_bwd}),
-        ("update", "checkpoint recompute", {"update.train.tokens": lin + lora, f"update.train.{attn}": pair}
+        ("update", "checkpoint recompute", {"update.train.tokens": recompute, f"update.train.{attn}": pair}
          if settings.gradient_checkpointing else {}),
         ("update", "old-policy forward", {"update.old.tokens": lin + lora, f"update.old.{attn}": pair,
                                           "update.old.lm_head": head}),

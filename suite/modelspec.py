@@ -24,6 +24,8 @@ CATALOG_DIR = Path(__file__).with_name("catalog")
 # qwen2 always has q/k/v biases; llama reads `attention_bias` (q, k, v and o) and `mlp_bias`.
 SUPPORTED_TYPES = ("llama", "mistral", "qwen2")
 
+_ARCH = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM"}
+
 _MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
              "moe_intermediate_size")
 
@@ -126,6 +128,19 @@ class ModelSpec:
     def params_total(self) -> int:
         """All parameters as the real model has them (tied embeddings counted once)."""
         return self.params_non_embedding + self.params_embedding
+
+    def to_hf_config(self) -> dict:
+        """A Hugging Face config.json dict that builds this architecture (the backbone only for
+        reward models: their score head is not a transformers class)."""
+        cfg = {"model_type": self.model_type, "architectures": [_ARCH[self.model_type]],
+               "hidden_size": self.hidden_size, "num_hidden_layers": self.num_layers,
+               "num_attention_heads": self.num_heads, "num_key_value_heads": self.num_kv_heads,
+               "head_dim": self.head_dim, "intermediate_size": self.intermediate_size,
+               "vocab_size": self.vocab_size, "tie_word_embeddings": self.tie_embeddings,
+               "hidden_act": "silu"}
+        if self.model_type == "llama":
+            cfg["attention_bias"], cfg["mlp_bias"] = self.qkv_bias, self.mlp_bias
+        return cfg
 
     # ---- JSON ---------------------------------------------------------------------------
 
