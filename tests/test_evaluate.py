@@ -1,0 +1,213 @@
+"""Evaluation metrics and checks: pass@1 on hand-made completions, the judge on right and wrong
+steps, bad input, and lm-eval end to end on tiny random models (plumbing, not learning)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+
+from suite import evaluate as ev  # noqa: E402
+from suite.errors import RaceError  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+
+    torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- pass@1 on hand-made completions
+
+
+@pytest.mark.parametrize("completion, gold", [
+    ("1 + 1 = 2\n\n\\boxed{\\frac{1}{2}}", "0.5"),
+    ("\\boxed{0.5}", "\\frac{1}{2}"),
+    ("So she has \\boxed{1,000}", "1000"),
+    ("\\boxed{1000}", "1,000"),
+    ("4 - 3 = 1\n\n1 + 5 = 6\n\n\\boxed{6}", "6"),
+    ("\\boxed{(3,\\frac{\\pi}{2})}", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+    ("first \\boxed{5}, corrected: \\boxed{7}", "7"),  # the last boxed answer counts
+])
+def test_equivalent_answers_pass(completion, gold):
+    assert ev.is_correct(completion, gold)
+
+
+@pytest.mark.parametrize("completion, gold", [
+    ("\\boxed{7}", "6"),
+    ("\\boxed{\\frac{1}{3}}", "0.5"),
+    ("\\boxed{100}", "1000"),
+    ("Mia has 6 apples now.", "6"),  # answer-free: no \boxed{}, even if the number appears
+    ("", "6"),
+    ("\\boxed{6", "6"),  # cut off before the answer closed
+    ("\\boxed{}", "6"),
+    ("\\boxed{banana}", "6"),
+])
+def test_wrong_or_missing_answers_fail(completion, gold):
+    assert not ev.is_correct(completion, gold)
+
+
+def test_pass1_is_not_string_match():
+    # Same string is right; a string-equal but differently written form is right too.
+    assert ev.is_correct("\\boxed{\\dfrac{2}{4}}", "\\frac{1}{2}")
+    assert not ev.is_correct("\\boxed{12}", "21")
+
+
+def test_gsm8k_gold_strips_separators():
+    assert ev.gsm8k_gold("She makes 9 * 2 = $18.\n#### 1,018") == "1018"
+
+
+# ---------------------------------------------------------------- the judge
+
+
+def test_judge_scores_a_wrong_step_lower():
+    from suite.rewards import get_reward_system
+
+    judge = get_reward_system("prm", model_path=str(ev.default_judge()), aggregate=ev.JUDGE_AGGREGATION)
+    q = "Mia has 4 apples. Mia sells 3. Mia finds 5 more. How many apples does Mia have now?"
+    right = "4 - 3 = 1\n\n1 + 5 = 6\n\n\\boxed{6}"
+    wrong = "4 - 3 = 2\n\n2 + 5 = 7\n\n\\boxed{7}"  # first step wrong
+    scores = judge([q, q], [right, wrong], answer=["6", "6"], question=[q, q])
+    assert scores[0] > scores[1]
+    steps_right = judge.prm.score([q], [right.split("\n\n")])[0].step_rewards
+    steps_wrong = judge.prm.score([q], [wrong.split("\n\n")])[0].step_rewards
+    assert steps_wrong[0] < steps_right[0]  # the wrong step itself, not only the aggregate
+    assert len(judge.last_scored_lengths) == 2 and all(n > 0 for n in judge.last_scored_lengths)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from eval_models import make_adapter, make_policy, make_prm
+
+    root = tmp_path_factory.mktemp("tiny")
+    base = make_policy(root / "base")
+    other = make_policy(root / "other", hidden=96)
+    return {
+        "base": base,
+        "adapter": make_adapter(base, root / "adapter"),
+        "other_adapter": make_adapter(other, root / "other_adapter"),
+        "prm": make_prm(root / "prm"),
+        "root": root,
+    }
+
+
+def test_missing_adapter_is_one_line_error(tiny, tmp_path):
+    with pytest.raises(RaceError, match=f"adapter not found: {tmp_path}"):
+        ev.check_adapter(tmp_path, tiny["base"])
+
+
+def test_adapter_named_for_another_base_is_refused(tiny, tmp_path):
+    import shutil
+
+    named = shutil.copytree(tiny["adapter"], tmp_path / "a")
+    cfg = json.loads((named / "adapter_config.json").read_text())
+    cfg["base_model_name_or_path"] = "Qwen/Qwen2.5-7B-Instruct"
+    (named / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(RaceError, match="trained on base model Qwen/Qwen2.5-7B-Instruct"):
+        ev.check_adapter(named, tiny["base"])
+
+
+def test_adapter_with_other_shapes_is_refused(tiny, tmp_path):
+    # The name matches (renamed to our base) but the matrices were trained on a wider model.
+    import shutil
+
+    a = shutil.copytree(tiny["other_adapter"], tmp_path / "a")
+    cfg = json.loads((a / "adapter_config.json").read_text())
+    cfg["base_model_name_or_path"] = str(tiny["base"])
+    (a / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(RaceError, match="does not fit base model .*q_proj"):
+        ev.check_adapter(a, tiny["base"])
+    assert ev.check_adapter(tiny["adapter"], tiny["base"])["r"] == 4
+
+
+def test_unknown_target_is_one_line_error(capsys):
+    from suite.cli import main
+
+    assert main(["eval", "--base", "x", "--out", "y", "--targets", "gsm9k-250"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "race eval: error: unknown target 'gsm9k-250'"
+    assert "Traceback" not in "".join(err)
+
+
+def test_vllm_backend_without_vllm_says_so(tiny):
+    from importlib.util import find_spec
+
+    assert find_spec("vllm") is None  # this machine kind: the CPU stack cannot co-install vLLM
+    with pytest.raises(RaceError, match="backend 'vllm' needs vllm"):
+        ev.load_lm(tiny["base"], tiny["adapter"], "vllm")
+
+
+def test_run_without_report_or_adapter(tmp_path, capsys):
+    from suite.cli import main
+
+    assert main(["eval", str(tmp_path)]) == 2
+    assert "has no report.json" in capsys.readouterr().err
+    (tmp_path / "report.json").write_text("{}")
+    assert main(["eval", str(tmp_path)]) == 2
+    assert f"adapter not found: {tmp_path / 'adapter'}" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- lm-eval end to end (tiny random models)
+
+
+def test_lm_eval_end_to_end_all_metrics(tiny):
+    out = tiny["root"] / "eval"
+    cfg = ev.EvalConfig(model=str(tiny["base"]), adapter=str(tiny["adapter"]), limit=3, judge=str(tiny["prm"]),
+                        native_reward="dense", out_dir=str(out), batch_size=8)
+    rows = ev.evaluate(cfg)
+    got = {(r["target"], r["metric"]) for r in rows}
+    assert got == {(f"{t}:first-3", m) for t in ev.DEFAULT_TARGETS for m in ev.METRICS}
+    for r in rows:
+        assert r["n"] == 3 and 0.0 <= r["value"] <= 1.0
+    by = {(r["target"].split(":")[0], r["metric"]): r for r in rows}
+    gen = by["arith-easy-250", "pass@1"]["compute"]
+    judged = by["arith-easy-250", "process_judge"]
+    assert gen["tokens"] > 0 and gen["flops"] > 0
+    assert judged["compute"]["tokens"] > 0 and judged["compute"]["flops"] > 0
+    assert judged["judge"]["name"] == "prm" and judged["judge"]["params_total"] > 0
+    assert by["arith-easy-250", "native_reward"]["compute"] == {"tokens": 0, "flops": 0}  # rule reward
+
+    log = [json.loads(line) for line in (out / "arith-easy-250.samples.jsonl").read_text().splitlines()]
+    assert len(log) == 3
+    first = log[0]
+    # lm-eval rendered exactly the prompt the policy was trained on (chat template, user turn).
+    from suite import embedded
+
+    tok = embedded.load_tokenizer()
+    assert first["arguments"][0][0] == embedded.prompt_text(tok, first["doc"]["question"])
+    assert first["doc"]["answer"] == json.loads((ev.lm_eval_tasks_dir().parent / "arith/data/arith-easy-250.jsonl")
+                                                .read_text().splitlines()[0])["answer"]
+    # The logged pass@1 is the metric recomputed from the logged completion.
+    for s in log:
+        assert s["race"]["pass@1"] == float(ev.is_correct(s["filtered_resps"][0], s["doc"]["answer"]))
+    assert (out / "arith-hard-250.results.json").is_file()
+    # The adapter changes what the model generates (it is really applied).
+    base_rows = ev.evaluate(ev.EvalConfig(model=str(tiny["base"]), targets=("arith-easy-250",), limit=3,
+                                          judge=str(tiny["prm"]), out_dir=str(tiny["root"] / "eval-base"), batch_size=8))
+    base_log = (tiny["root"] / "eval-base" / "arith-easy-250.samples.jsonl").read_text()
+    assert [json.loads(x)["filtered_resps"] for x in base_log.splitlines()] != [s["filtered_resps"] for s in log]
+    assert {r["metric"] for r in base_rows} == {"pass@1", "process_judge"}  # no native reward without a run
+
+
+def test_eval_flops_counts_lora_and_judge(tiny):
+    cfg = ev.check_adapter(tiny["adapter"], tiny["base"])
+    with_lora, judge = ev.eval_flops(tiny["base"], cfg, [20, 30], [10, 5], tiny["prm"], [40, 0])
+    without, _ = ev.eval_flops(tiny["base"], None, [20, 30], [10, 5])
+    assert with_lora > without > 0  # LoRA branches run at evaluation time (unmerged adapter)
+    _, judge_more = ev.eval_flops(tiny["base"], cfg, [20, 30], [10, 5], tiny["prm"], [40, 40])
+    assert 0 < judge < judge_more  # skipped (0-token) completions cost nothing
+
+
+def test_merge_replaces_same_target_and_metric():
+    old = [{"target": "a", "metric": "pass@1", "value": 0.1, "n": 1}, {"target": "b", "metric": "pass@1", "value": 0.2, "n": 1}]
+    new = [{"target": "a", "metric": "pass@1", "value": 0.9, "n": 1}]
+    merged = ev.merge_evaluations(old, new)
+    assert [(r["target"], r["value"]) for r in merged] == [("b", 0.2), ("a", 0.9)]
