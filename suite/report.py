@@ -32,12 +32,11 @@ ACCOUNTING_METHOD = "race-analytic"
 REWARD_KINDS = ("rule", "orm", "prm", "judge")
 
 
-def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
-    """Write `obj` as JSON to `path` atomically: a temp file in the same folder, fsync, then
-    os.replace, so readers never see a half-written file. NaN/Infinity are refused."""
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write text to `path` atomically: a temp file in the same folder, fsync, then os.replace,
+    so readers never see a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(obj, indent=indent, allow_nan=False, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -52,6 +51,12 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None =
             pass
         raise
     return path
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
+    """Write `obj` as JSON to `path` atomically (see write_text_atomic). NaN/Infinity are
+    refused: they are not JSON."""
+    return write_text_atomic(path, json.dumps(obj, indent=indent, allow_nan=False, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
