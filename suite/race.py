@@ -403,13 +403,14 @@ def in_grid_trials(ci: int, points: list[Allocation], threshold: float, base: Ba
 
 def rank_trials(ci: int, points: list[Allocation], threshold: float, base: Baseline | None) -> list[Trial]:
     """Hold out each LoRA rank in turn: fit on the other ranks, predict the held-out rank's
-    regime (the side of its own best allocation). Needs two ranks with >= 2 allocations held out."""
+    regime (the side of its own best allocation). A trial needs >= 2 allocations of the held-out
+    rank and MIN_POINTS of the others."""
     centre = grid_centre(a.p for a in points)
     out = []
     for r in sorted({a.lora_rank for a in points}):
         held = [a for a in points if a.lora_rank == r]
         train = [a for a in points if a.lora_rank != r]
-        if len(held) >= 2 and len(train) >= 2:
+        if len(held) >= 2 and len(train) >= MIN_POINTS:
             out.append(_trial(ci, f"rank={r}", train, held, centre, threshold, base))
     return out
 
@@ -464,8 +465,10 @@ def diagnose(cells: Iterable[Cell], *, feedback_threshold: float = FEEDBACK_THRE
     conditions, loo, ranks = [], [], []
     for ci, (cond, points) in enumerate(groups.items()):
         d = diagnose_points(points, feedback_threshold=feedback_threshold)
-        t_loo = in_grid_trials(ci, points, feedback_threshold, base) if len(points) > 1 else []
-        t_rank = rank_trials(ci, points, feedback_threshold, base)
+        # Only conditions RACE can fit at all are validated: a smaller one would only test the fallback.
+        fittable = len(points) >= MIN_POINTS
+        t_loo = in_grid_trials(ci, points, feedback_threshold, base) if fittable else []
+        t_rank = rank_trials(ci, points, feedback_threshold, base) if fittable else []
         loo += t_loo
         ranks += t_rank
         race_pick = pick(d, points)
@@ -586,7 +589,8 @@ def _f(x, fmt=".3f") -> str:
 
 def _validation_lines(name: str, v: dict) -> list[str]:
     if not v["trials"]:
-        return [f"- {name}: no trials (needs more allocations, or two LoRA ranks with >= 2 allocations each)"]
+        return [f"- {name}: no trials (validation needs conditions with at least {MIN_POINTS} allocations; "
+                "the held-out-rank mode also needs 2 of the held-out rank and 3 of the others)"]
     lines = [f"- {name}: same-regime hit rate {v['hit_rate']:.2f} ({v['hits']}/{v['trials']}), "
              f"reward loss mean {v['mean_regret']:.4g}, max {v['max_regret']:.4g}"]
     b = v.get("baseline")

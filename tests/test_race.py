@@ -170,6 +170,18 @@ def test_held_out_rank_predicts_that_ranks_regime():
     assert all(t.baseline_regret is None for t in trials)
 
 
+def test_only_fittable_conditions_are_validated(tmp_path):
+    reps = [make_report(label=f"a{i}", p=p, scores={("easy", "pass@1"): p}, native=None)
+            for i, p in enumerate([0.1, 0.2, 0.3, 0.4])]
+    reps += [make_report(model_name="tiny-4m", label=f"a{i}", p=p, scores={("easy", "pass@1"): p}, native=None)
+             for i, p in enumerate([0.1, 0.2])]
+    doc = race.diagnose(frontier.load_cells(write_reports(tmp_path, reps)))
+    small, big = doc["conditions"]
+    assert small["validation"]["in_grid"]["trials"] == 4 and big["validation"]["in_grid"]["trials"] == 0
+    assert big["fallback"]["reason"] == "too-few-points"
+    assert doc["validation"]["in_grid"]["trials"] == 4 and doc["baseline"] is None
+
+
 def test_baseline_pools_native_reward_per_run_across_conditions(tmp_path):
     # two models, two evaluations per run: each run must count once; a2 has the best pooled native reward
     reps = []
