@@ -25,6 +25,11 @@ PAYLOADS = (
 )
 
 
+# Optional free-text fields of report v1 that `hostile` adds when a report lacks them.
+OPTIONAL_TEXT = (("run", "label"), ("run", "notes"), ("run", "suite_version"), ("grpo", "loss_type"),
+                 ("accounting", "flop_convention"))
+
+
 def _model(name: str) -> dict:
     from suite.modelspec import load_spec
 
@@ -110,6 +115,9 @@ def hostile(doc: dict, accept) -> tuple[dict, list[tuple]]:
     where `accept(candidate)` (e.g. "the validator finds no error") still holds; returns the
     hostile document and the paths that carry payloads."""
     d = copy.deepcopy(doc)
+    for section, key in OPTIONAL_TEXT:        # optional free-text fields of the schema, if absent
+        if isinstance(d.get(section), dict):
+            d[section].setdefault(key, "placeholder")
     carried = []
     for n, (path, _) in enumerate(list(string_paths(d))):
         if path and path[0] in ("schema_version", "$schema"):

@@ -215,4 +215,6 @@ def test_unknown_table_format_is_a_user_error():
 def test_every_string_field_is_reachable_by_hostile():
     d = made_up_report()
     bad, carried = hostile(d, accept=lambda x: True)
-    assert {p for p, _ in string_paths(d)} - {("schema_version",)} == set(carried)
+    assert {p for p, _ in string_paths(bad)} - {("schema_version",)} == set(carried)
+    assert {p for p, _ in string_paths(d)} - {("schema_version",)} < set(carried)
+    assert {("run", "notes"), ("run", "label"), ("grpo", "loss_type")} <= set(carried)
