@@ -564,26 +564,35 @@ def _resolve_model(value: str | None, run_dir: Path) -> Path | None:
     return None
 
 
-def run_models(run_dir: Path) -> tuple[Path, str, str | None]:
-    """(base model folder, reward system, reward model folder or None) of a run folder, from
-    its cell.yaml (policy, reward) and report.json (policy.name, reward)."""
-    import yaml
-
+def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
+    """(base model folder, reward system, reward model folder or None) of a run folder: from
+    its cell.yaml (suite.cell: policy, reward system and model_path), else from report.json
+    (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names."""
     report = json.loads((run_dir / "report.json").read_text())
-    cell = {}
+    policy, system, reward_model = None, None, None
     if (run_dir / "cell.yaml").is_file():
-        cell = yaml.safe_load((run_dir / "cell.yaml").read_text()) or {}
-    policy = cell.get("policy") if isinstance(cell.get("policy"), str) else (cell.get("policy") or {}).get("path")
-    base = _resolve_model(policy, run_dir) or _resolve_model(report.get("policy", {}).get("name"), run_dir)
-    if base is None:
-        raise RaceError(f"base model of run {run_dir} not found (policy {policy or report.get('policy', {}).get('name')!r})",
-                        "pass --model with the policy folder the run trained")
+        from .cell import load_cell
+
+        cell = load_cell(run_dir / "cell.yaml", check_paths=False)
+        policy, system = cell.policy, cell.reward.system
+        reward_model = cell.reward.options.get("model_path")
+        if reward_model is None and system in ("prm", "proxy_prm"):
+            from .rewards import default_model_path
+
+            reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
     reward = report.get("reward") or {}
-    cell_reward = cell.get("reward") if isinstance(cell.get("reward"), dict) else {"system": cell.get("reward")}
-    system = reward.get("system") or cell_reward.get("system")
-    model_name = cell_reward.get("model_path") or cell_reward.get("model") or (reward.get("model") or {}).get("name")
-    reward_model = _resolve_model(model_name, run_dir) if reward.get("kind", "rule") != "rule" else None
-    return base, system, str(reward_model) if reward_model else None
+    policy = policy or (report.get("policy") or {}).get("name")
+    system = system or reward.get("system")
+    reward_model = reward_model or ((reward.get("model") or {}).get("name") if reward.get("kind") != "rule" else None)
+    base = _resolve_model(policy, run_dir)
+    if base is None:
+        raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
+                        "pass --model with the policy folder the run trained")
+    resolved = _resolve_model(reward_model, run_dir) if reward_model else None
+    if reward_model and resolved is None:
+        raise RaceError(f"reward model of run {run_dir} not found ({reward_model!r})",
+                        "the native reward needs the run's reward model folder")
+    return base, system, str(resolved) if resolved else None
 
 
 def _check_valid(doc: dict, path: Path) -> None:

@@ -211,3 +211,36 @@ def test_merge_replaces_same_target_and_metric():
     new = [{"target": "a", "metric": "pass@1", "value": 0.9, "n": 1}]
     merged = ev.merge_evaluations(old, new)
     assert [(r["target"], r["value"]) for r in merged] == [("b", 0.2), ("a", 0.9)]
+
+
+def test_race_eval_writes_rows_into_a_valid_report(tiny, tmp_path, capsys):
+    import shutil
+
+    from suite.cli import main
+    from suite.validate import validate_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    example = ev.lm_eval_tasks_dir().parents[1] / "schemas/examples/valid/paper-qwen1.5b-lora64-sparse.json"
+    report = json.loads(example.read_text())
+    report["evaluations"] = [{"target": "gsm8k-250", "metric": "pass@1", "value": 0.5, "n": 250}]
+    (run / "report.json").write_text(json.dumps(report))
+    shutil.copytree(tiny["adapter"], run / "adapter")
+    (run / "cell.yaml").write_text(f"policy: {tiny['base']}\ndataset: tasks/arith/data/train.jsonl\n"
+                                   "reward: structured\nbudget_flops: 1.0e+12\n")
+    assert main(["eval", str(run), "--limit", "2", "--targets", "arith-easy-250", "--judge", str(tiny["prm"]),
+                 "--batch-size", "8"]) == 0
+    assert "wrote 3 evaluations" in capsys.readouterr().out
+    doc = json.loads((run / "report.json").read_text())
+    rows = {(r["target"], r["metric"]): r for r in doc["evaluations"]}
+    assert set(rows) == {("gsm8k-250", "pass@1")} | {("arith-easy-250:first-2", m) for m in ev.METRICS}
+    assert [f for f in validate_report(doc) if f.severity == "error"] == []
+    assert {k: v for k, v in doc.items() if k != "evaluations"} == {k: v for k, v in report.items() if k != "evaluations"}
+    assert (run / "eval" / "arith-easy-250.samples.jsonl").is_file()
+    # Native reward is the run's own system (structured) on the logged completions.
+    from suite.rewards import get_reward_system
+
+    log = [json.loads(x) for x in (run / "eval" / "arith-easy-250.samples.jsonl").read_text().splitlines()]
+    want = get_reward_system("structured")([s["arguments"][0][0] for s in log], [s["filtered_resps"][0] for s in log],
+                                           answer=[s["doc"]["answer"] for s in log])
+    assert rows["arith-easy-250:first-2", "native_reward"]["value"] == pytest.approx(sum(want) / 2)
