@@ -297,17 +297,19 @@ def _check_attention(attention: str) -> None:
 # ---- work: token statistics ----------------------------------------------------------------
 
 
-def _check_lengths(values: Sequence, what: str, minimum: int = 1, integral: bool = True) -> list:
+def _check_lengths(values: Sequence, what: str, minimum: int = 1, integral: bool = True,
+                   scalar: bool = False) -> list:
     out = []
     for i, v in enumerate(values):
+        name = what if scalar else f"{what}[{i}]"
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise RaceError(f"{what}[{i}] = {v!r} is not a finite number")
+            raise RaceError(f"{name} = {v!r} is not a finite number")
         if integral and not float(v).is_integer():
-            raise RaceError(f"{what}[{i}] = {v!r} is not a whole number of tokens")
+            raise RaceError(f"{name} = {v!r} is not a whole number of tokens")
         if v < minimum:
-            raise RaceError(f"{what}[{i}] = {v!r} is below {minimum}", "token counts are positive")
+            raise RaceError(f"{name} = {v:g} is below {minimum}", "token counts are positive")
         if v > MAX_TOKENS:
-            raise RaceError(f"{what}[{i}] = {v!r} is absurd (more than {MAX_TOKENS:,} tokens)",
+            raise RaceError(f"{name} = {v:g} is absurd (more than {MAX_TOKENS:,} tokens)",
                             "pass token counts, not characters or FLOPs")
         out.append(int(v) if integral else float(v))
     return out
@@ -426,14 +428,14 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
     fractional; each work entry is rounded to an integer). reward_tokens: tokens per sequence
     scored by a reward model, None for rule rewards."""
     prof = get_engine(engine)
-    (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False)
-    (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False)
+    (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False, scalar=True)
+    (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False, scalar=True)
     if c > settings.max_completion_tokens:
         raise RaceError(f"completion_tokens {c:g} exceeds max_completion_tokens={settings.max_completion_tokens}")
     n = settings.group_size * settings.prompts_per_step
     r = None
     if reward_tokens is not None:
-        (rt,) = _check_lengths([reward_tokens], "reward_tokens", integral=False)
+        (rt,) = _check_lengths([reward_tokens], "reward_tokens", integral=False, scalar=True)
         r = [rt] * n
     if prof.padded:  # every row equally long: padding only from pad_to_multiple_of
         p, c = (math.ceil(p), math.ceil(c)) if settings.pad_to_multiple_of else (p, c)
