@@ -104,20 +104,11 @@ def read_ids(name: str) -> list[int]:
     return [int(ln) for ln in lines if ln and not ln.startswith("#")]
 
 
-def _read_rows(path: Path) -> list[dict]:
-    """Rows of a .jsonl / .json / .parquet file in the published format."""
-    if path.suffix == ".parquet":
-        import datasets
-
-        return list(datasets.load_dataset("parquet", data_files=str(path), split="train"))
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json":
-        return json.loads(text)
-    return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
-
-
 def _real_rows(source: str, data_dir: str | None) -> list[dict]:
-    """The whole published split: from data_dir when given, else from the hub when online."""
+    """The whole published split as suite.datasets rows (question, answer, solution + kept
+    fields): from data_dir when given, else from the hub when online."""
+    from . import datasets as race_datasets
+
     spec = REAL_SPLITS[source]
     data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
     if data_dir:
@@ -126,19 +117,24 @@ def _real_rows(source: str, data_dir: str | None) -> list[dict]:
         if not found:
             raise RaceError(f"{source} data not found: {base}",
                             f"put the published test split there as {spec['file']} (or .parquet)")
-        rows = _read_rows(found[0])
+        rows = race_datasets.load(found[0], source)
     elif os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
         raise RaceError(f"{source} data needs --data-dir (or ${DATA_DIR_ENV}) while offline",
                         f"download the test split once and pass its folder, holding {spec['file']}")
     else:
+        import tempfile
+
         import datasets
 
         path, name = spec["hub"]
         try:
-            rows = list(datasets.load_dataset(path, name, split="test"))
+            split = datasets.load_dataset(path, name, split="test")
         except Exception as e:  # network, auth, or a missing dataset: one line for the user
             raise RaceError(f"could not download {path} ({type(e).__name__})",
                             f"pass --data-dir with {spec['file']}") from None
+        with tempfile.TemporaryDirectory() as tmp:  # one parser for local and hub rows
+            split.to_json(f"{tmp}/test.jsonl")
+            rows = race_datasets.load(f"{tmp}/test.jsonl", source)
     key, value = spec["row0"]
     if len(rows) != spec["rows"] or not str(rows[0].get(key, "")).startswith(value):
         raise RaceError(f"{source} data has {len(rows)} rows (row 0 {key}={str(rows[0].get(key))[:40]!r})",
@@ -146,34 +142,22 @@ def _real_rows(source: str, data_dir: str | None) -> list[dict]:
     return rows
 
 
-def gsm8k_gold(answer: str) -> str:
-    """GSM8K's final answer: the text after '####', without thousands separators."""
-    return answer.split("####")[-1].strip().replace(",", "")
-
-
 def target_docs(name: str, data_dir: str | None = None) -> list[dict]:
-    """The problems of a target as {id, question, answer, solution} dicts (answer: gold final)."""
+    """The problems of a target as {id, question, answer, solution} dicts (answer: the gold
+    final answer; rows read by suite.datasets in their published formats)."""
+    from . import datasets as race_datasets
+
     t = target(name)
     if t.embedded:
-        from .paths import tasks
-
-        path = tasks() / "arith" / "data" / f"{name}.jsonl"
-        if not path.is_file():
-            raise RaceError(f"embedded data {path} not found", "run `python -m suite.embedded build --only data`")
-        rows = _read_rows(path)
-        return [{"id": str(i), "question": r["question"], "answer": str(r["answer"]), "solution": r["solution"]}
-                for i, r in enumerate(rows)]
-    rows = _real_rows(t.source, data_dir)
-    docs = []
-    for i in read_ids(name):
-        r = rows[i]
-        if t.source == "gsm8k":
-            docs.append({"id": str(i), "question": r["question"], "answer": gsm8k_gold(r["answer"]),
-                         "solution": r["answer"]})
-        else:
-            docs.append({"id": r["unique_id"], "question": r["problem"], "answer": str(r["answer"]),
-                         "solution": r["solution"]})
-    return docs
+        rows = race_datasets.load_split(name)
+        ids = [str(i) for i in range(len(rows))]
+    else:
+        rows = _real_rows(t.source, data_dir)
+        picked = read_ids(name)
+        rows = [rows[i] for i in picked]
+        ids = [r["unique_id"] for r in rows] if t.source == "math500" else [str(i) for i in picked]
+    return [{"id": i, "question": r["question"], "answer": r["answer"], "solution": r["solution"] or ""}
+            for i, r in zip(ids, rows)]
 
 
 def target_dataset(name: str, metadata: dict | None = None):

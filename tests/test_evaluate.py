@@ -58,10 +58,6 @@ def test_pass1_is_not_string_match():
     assert not ev.is_correct("\\boxed{12}", "21")
 
 
-def test_gsm8k_gold_strips_separators():
-    assert ev.gsm8k_gold("She makes 9 * 2 = $18.\n#### 1,018") == "1018"
-
-
 # ---------------------------------------------------------------- the judge
 
 
