@@ -1,0 +1,44 @@
+"""`race embedded`: show or rebuild the embedded task's models and data (tasks/arith)."""
+
+from __future__ import annotations
+
+import json
+
+from suite.cli import command
+from suite.errors import RaceError
+
+
+@command("embedded", help="show the shipped embedded models (tiny Qwen2 policies, PRMs) or rebuild them")
+def configure(p):
+    p.add_argument("action", choices=["info", "build"], nargs="?", default="info",
+                   help="info: list the shipped models with their size and build record (default); "
+                        "build: regenerate them deterministically (trains; minutes on 2 cores)")
+    p.add_argument("--only", action="append", metavar="PIECE",
+                   help="with build: only this piece (repeatable): data, tokenizer, policy-s, policy-m, "
+                        "policy-l, prm-proxy, prm; default: all, in dependency order")
+    p.add_argument("--threads", type=int, default=2, help="with build: torch threads (default 2)")
+    return run
+
+
+def run(args) -> int:
+    from suite import embedded
+
+    if args.action == "build":
+        unknown = [x for x in args.only or [] if x not in embedded.PIECES]
+        if unknown:
+            raise RaceError(f"unknown piece {unknown[0]!r}", f"pieces: {', '.join(embedded.PIECES)}")
+        embedded.build(args.only, args.threads)
+        return 0
+    root = embedded.models_dir()
+    if not root.is_dir():
+        raise RaceError(f"no embedded models under {root}", "run `race embedded build`")
+    print(f"{'model':<10} {'params':>9}  record")
+    for folder in sorted(p for p in root.iterdir() if (p / "build.json").is_file()):
+        b = json.loads((folder / "build.json").read_text())
+        if "greedy_accuracy_heldout100" in b:
+            note = f"SFT step {b['chosen_step']}, greedy accuracy {b['greedy_accuracy_heldout100']:.2f} on 100 held-out"
+        else:
+            note = (f"step accuracy {b['heldout_synthetic']['step_accuracy']:.3f} (synthetic), "
+                    f"{b['heldout_policy_samples']['step_accuracy']:.3f} (policy samples)")
+        print(f"{folder.name:<10} {b['parameters']:>9,}  {note}")
+    return 0

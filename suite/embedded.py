@@ -1,0 +1,541 @@
+"""Deterministic build of the embedded task: data splits, tokenizer, tiny policies, tiny PRMs.
+
+    python -m suite.embedded build                 # everything, in dependency order
+    python -m suite.embedded build --only policy-m # one piece (needs the tokenizer built)
+
+Pieces: data, tokenizer, policy-s, policy-m, policy-l, prm-proxy, prm. Everything is seeded;
+results are shipped under tasks/arith/ so nothing trains at install time. Each model folder is
+self-contained (config.json, float16 safetensors, tokenizer files, build.json with what the
+build measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import arith
+from .prm import STEP_TOKEN, SYSTEM_PROMPT
+
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", STEP_TOKEN)
+#: Qwen2's chat template without its default system prompt (tiny models, short prompts).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+#: Qwen2's pre-tokenizer split (copied from transformers' Qwen2Tokenizer): digits one by one.
+QWEN2_PRETOKENIZE_REGEX = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+VOCAB_SIZE = 384
+
+#: Split name -> (difficulty, size, seed). The train split stands in for Polaris-53K, the two
+#: 250-problem test splits for GSM8K (easy) and MATH-500 (hard).
+SPLITS = {
+    "train": ("train", 5000, 1),
+    "arith-easy-250": ("easy", 250, 2),
+    "arith-hard-250": ("hard", 250, 3),
+}
+SFT_SEED, HELDOUT_SEED = 100, 4  # SFT stream and checkpoint-selection problems
+
+
+def task_dir() -> Path:
+    """tasks/arith in the checkout."""
+    from .paths import tasks
+
+    return tasks() / "arith"
+
+
+def models_dir() -> Path:
+    """tasks/arith/models: one folder per embedded model, plus tokenizer/."""
+    return task_dir() / "models"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def log(msg: str) -> None:
+    print(f"[embedded {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- data
+
+
+def build_data() -> None:
+    """Write tasks/arith/data/<split>.jsonl; test splits exclude questions seen in train."""
+    data = task_dir() / "data"
+    train_q = set()
+    for name, (difficulty, n, seed) in SPLITS.items():
+        rows, rng_seed = [], seed
+        while len(rows) < n:  # top up with a derived seed when duplicates were dropped
+            for p in arith.generate(n, rng_seed, difficulty):
+                if len(rows) < n and (name == "train" or p.question not in train_q):
+                    rows.append(p.row())
+            rng_seed += 1000
+        if name == "train":
+            train_q = {r["question"] for r in rows}
+        _atomic_write(data / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        log(f"data/{name}.jsonl: {len(rows)} problems")
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def _corpus() -> list[str]:
+    # Role names appear once per turn: weight them so they become single tokens.
+    texts = [SYSTEM_PROMPT] * 200 + ["user\n", "assistant\n", "system\n"] * 1000
+    for difficulty in ("train", "hard"):
+        for p in arith.generate(3000, 7, difficulty):
+            texts += [p.question, p.solution]
+    return texts
+
+
+def build_tokenizer() -> None:
+    """Byte-level BPE with Qwen2's pre-tokenizer, saved so AutoTokenizer gives Qwen2Tokenizer."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=list(SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(_corpus(), trainer)
+    out = models_dir() / "tokenizer"
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    config = {
+        "tokenizer_class": "Qwen2Tokenizer",
+        "model_max_length": 512,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": None,
+        "bos_token": None,
+        "add_prefix_space": False,
+        "chat_template": CHAT_TEMPLATE,
+        "extra_special_tokens": [STEP_TOKEN],
+    }
+    _atomic_write(out / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
+    log(f"tokenizer: {tok.get_vocab_size()} tokens")
+
+
+def load_tokenizer(folder: Path | None = None):
+    """The embedded tokenizer through AutoTokenizer (a Qwen2Tokenizer)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder or models_dir() / "tokenizer")
+
+
+def _copy_tokenizer(dst: Path) -> None:
+    src = models_dir() / "tokenizer"
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        _atomic_write(dst / name, (src / name).read_text())
+
+
+# ---------------------------------------------------------------- policies
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """Shape and warm-start recipe of one tiny policy."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    seed: int
+    lr: float = 2e-3
+    batch: int = 64
+    max_steps: int = 1500
+    eval_every: int = 25
+    target: tuple[float, float] = (0.30, 0.50)  #: greedy accuracy band of the shipped checkpoint
+    eval_below_loss: float = 0.7  #: skip the (slow) greedy evaluation while the batch loss is above this
+
+
+POLICIES: dict[str, PolicySpec] = {
+    "policy-s": PolicySpec(hidden=64, layers=3, heads=2, kv_heads=1, intermediate=192, seed=11),
+    "policy-m": PolicySpec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, seed=12),
+    "policy-l": PolicySpec(hidden=256, layers=4, heads=8, kv_heads=4, intermediate=1024, seed=13, lr=1e-3),
+}
+
+
+def qwen2_config(spec: PolicySpec, tokenizer, **extra):
+    """A Qwen2Config for a tiny model: untied embeddings, head_dim = hidden/heads (>= 32)."""
+    from transformers import Qwen2Config
+
+    assert spec.hidden // spec.heads >= 32, "vLLM's CPU backend needs head_dim >= 32"
+    return Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=spec.hidden, num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads,
+        intermediate_size=spec.intermediate, max_position_embeddings=512, tie_word_embeddings=False,
+        rope_theta=10000.0, rms_norm_eps=1e-6, use_sliding_window=False,
+        bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        pad_token_id=tokenizer.pad_token_id, dtype="float32", **extra,
+    )
+
+
+def prompt_text(tokenizer, question: str) -> str:
+    """The policy prompt: the question as a user turn, then the assistant header."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": question}], tokenize=False,
+                                         add_generation_prompt=True)
+
+
+def _sft_batch(tokenizer, problems, device="cpu"):
+    """Right-padded (input_ids, attention_mask, labels) with loss only on the completion."""
+    import torch
+
+    rows = []
+    for p in problems:
+        prompt = tokenizer.encode(prompt_text(tokenizer, p.question))
+        completion = tokenizer.encode(p.solution + "<|im_end|>")
+        rows.append((prompt + completion, [-100] * len(prompt) + completion))
+    n = max(len(r[0]) for r in rows)
+    pad = tokenizer.pad_token_id
+    ids = torch.tensor([r[0] + [pad] * (n - len(r[0])) for r in rows])
+    labels = torch.tensor([r[1] + [-100] * (n - len(r[1])) for r in rows])
+    mask = torch.tensor([[1] * len(r[0]) + [0] * (n - len(r[0])) for r in rows])
+    return ids, mask, labels
+
+
+def greedy_completions(model, tokenizer, questions: list[str], max_new_tokens: int = 64, batch: int = 128) -> list[str]:
+    """Greedy completions (left-padded batches through generate)."""
+    import torch
+
+    tokenizer.padding_side = "left"
+    out = []
+    for i in range(0, len(questions), batch):
+        enc = tokenizer([prompt_text(tokenizer, q) for q in questions[i:i + batch]], return_tensors="pt", padding=True)
+        with torch.inference_mode():
+            gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        out += tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    tokenizer.padding_side = "right"
+    return out
+
+
+def greedy_accuracy(model, tokenizer, problems) -> float:
+    """Share of problems whose greedy completion's last \\boxed{} equals the gold answer."""
+    from .rewards import extract_boxed
+
+    outs = greedy_completions(model, tokenizer, [p.question for p in problems])
+    return sum(extract_boxed(o) == str(p.answer) for o, p in zip(outs, problems)) / len(problems)
+
+
+def _save_model(model, folder: Path, build: dict) -> None:
+    """float16 safetensors + config (dtype float32 so it loads for CPU training) + tokenizer."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model.")
+    os.close(fd)
+    save_file(state, tmp, metadata={"format": "pt"})
+    os.replace(tmp, folder / "model.safetensors")
+    model.config.dtype = "float32"
+    _atomic_write(folder / "config.json", model.config.to_json_string())
+    _copy_tokenizer(folder)
+    _atomic_write(folder / "build.json", json.dumps(build, indent=2) + "\n")
+
+
+def build_policy(name: str) -> None:
+    """Warm-start a tiny policy by full SFT; ship the checkpoint whose greedy accuracy on 100
+    held-out problems is in the target band (the first one inside it)."""
+    import torch
+    from transformers import GenerationConfig, Qwen2ForCausalLM
+
+    spec = POLICIES[name]
+    torch.manual_seed(spec.seed)
+    tokenizer = load_tokenizer()
+    config = qwen2_config(spec, tokenizer, architectures=["Qwen2ForCausalLM"])
+    model = Qwen2ForCausalLM(config)
+    n_params = sum(p.numel() for p in model.parameters())
+    log(f"{name}: {n_params} parameters")
+    heldout = arith.generate(100, HELDOUT_SEED, "train")
+    stream = random.Random(SFT_SEED + spec.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
+    history, chosen, prev = [], None, None
+    t0 = time.time()
+    for step in range(1, spec.max_steps + 1):
+        model.train()
+        ids, mask, labels = _sft_batch(tokenizer, [arith.make_problem(stream, arith.DIFFICULTIES["train"])
+                                                   for _ in range(spec.batch)])
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(), sched.step(), opt.zero_grad()
+        if step % spec.eval_every or loss.item() > spec.eval_below_loss:
+            continue
+        model.eval()
+        acc = greedy_accuracy(model, tokenizer, heldout)
+        history.append({"step": step, "loss": round(loss.item(), 4), "greedy_accuracy": acc})
+        log(f"{name} step {step} loss {loss.item():.3f} acc {acc:.2f} ({time.time() - t0:.0f}s)")
+        lo, hi = spec.target
+        if lo <= acc <= hi:
+            chosen = (step, acc, model)
+            break
+        if acc > hi:  # jumped over the band: ship whichever neighbour is closer to its middle
+            mid = (lo + hi) / 2
+            chosen = prev if prev and abs(prev[1] - mid) < abs(acc - mid) else (step, acc, model)
+            break
+        prev = (step, acc, {k: v.clone() for k, v in model.state_dict().items()})
+    if chosen is None:
+        raise SystemExit(f"{name}: never reached the target accuracy band in {spec.max_steps} steps")
+    step, acc, weights = chosen
+    if isinstance(weights, dict):
+        model.load_state_dict(weights)
+    model.generation_config = GenerationConfig(eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
+                                               do_sample=True, temperature=1.0)
+    folder = models_dir() / name
+    model.generation_config.save_pretrained(folder)
+    _save_model(model, folder, {
+        "name": name, "parameters": n_params, "spec": asdict(spec), "chosen_step": step,
+        "greedy_accuracy_heldout100": acc, "heldout": f"arith.generate(100, {HELDOUT_SEED}, 'train')",
+        "sft_seconds": round(time.time() - t0, 1), "history": history,
+        "torch_threads": torch.get_num_threads(),
+    })
+    log(f"{name}: shipped step {step} (greedy accuracy {acc:.2f})")
+
+
+def load_policy(name: str):
+    """An embedded policy (float32) by name, e.g. "policy-m"."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(models_dir() / name)
+
+
+# ---------------------------------------------------------------- process reward models
+
+
+@dataclass(frozen=True)
+class PRMSpec:
+    """A tiny PRM: backbone initialised from a warm-started policy (as Qwen2.5-Math-PRM starts
+    from Qwen2.5-Math-Instruct), trained on rule-labelled steps."""
+
+    init_from: str  #: embedded policy whose backbone seeds the PRM
+    seed: int
+    steps: int = 600
+    batch: int = 64
+    lr: float = 1e-3
+    policy_samples: int = 1536  #: sampled completions (T=1) of the init policy, labelled by rule
+
+
+PRMS: dict[str, PRMSpec] = {
+    "prm": PRMSpec(init_from="policy-m", seed=21),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, steps=400),
+}
+
+
+def corrupt(rng: random.Random, p: arith.Problem) -> list[str]:
+    """A wrong solution of `p` with near-miss errors: an off-by-a-little result, the wrong
+    operator, a wrong (copied) operand or left side; later steps carry the error on, or
+    sometimes recover; sometimes steps are dropped or added."""
+    steps = list(p.steps)
+    i = rng.randrange(len(steps))
+    s = steps[i]
+    kind = rng.choice(("result", "op", "operand", "left", "skip", "extra"))
+    if kind == "skip" and len(steps) > 1:
+        del steps[i]
+        bad = None
+    elif kind == "extra":
+        x = rng.randint(1, 9)
+        steps.insert(i + 1, arith.Step(s.result, "+", x, s.result + x))
+        bad = steps[i + 1]
+        i += 1
+    else:
+        if kind == "result":
+            bad = arith.Step(s.left, s.op, s.right, max(0, s.result + rng.choice((1, -1, 2, -2, 10, -10, 3))))
+        elif kind == "op":
+            op = rng.choice([o for o in arith.OPS if o != s.op])
+            res = arith.apply(s.left, op, s.right) if rng.random() < 0.6 else s.result
+            bad = arith.Step(s.left, op, s.right, res)
+        elif kind == "operand":
+            numbers = [q.right for q in p.steps] + [p.steps[0].left, s.right + 1, max(1, s.right - 1)]
+            right = rng.choice([n for n in numbers if n != s.right] or [s.right + 1])
+            bad = arith.Step(s.left, s.op, right, arith.apply(s.left, s.op, right))
+        else:
+            numbers = [q.right for q in p.steps] + [s.left + 1, max(0, s.left - 1), p.steps[0].left]
+            left = rng.choice([n for n in numbers if n != s.left] or [s.left + 1])
+            bad = arith.Step(left, s.op, s.right, arith.apply(left, s.op, s.right))
+        if bad == s:  # e.g. result clipped at 0: make it plainly wrong instead
+            bad = arith.Step(s.left, s.op, s.right, s.result + 1)
+        steps[i] = bad
+    # Later steps: carry the wrong value on (consistent arithmetic) or recover.
+    if bad is not None and rng.random() < 0.8:
+        value = bad.result
+        for j in range(i + 1, len(steps)):
+            t = steps[j]
+            steps[j] = arith.Step(value, t.op, t.right, arith.apply(value, t.op, t.right))
+            value = steps[j].result
+    answer = steps[-1].result if steps else p.answer
+    if rng.random() < 0.1:
+        answer = p.answer if rng.random() < 0.5 else answer + 1
+    return [str(t) for t in steps] + [f"\\boxed{{{answer}}}"]
+
+
+def prm_examples(n_synthetic: int, seed: int, policy=None, tokenizer=None, n_policy: int = 0):
+    """(question, steps, labels) triples: gold and corrupted solutions (labels by rule), plus
+    completions sampled from `policy` at temperature 1 (labelled by the same rule)."""
+    import torch
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n_synthetic):
+        p = arith.make_problem(rng, arith.DIFFICULTIES["hard" if rng.random() < 0.3 else "train"])
+        steps = arith.split_steps(p.solution) if rng.random() < 0.35 else corrupt(rng, p)
+        out.append((p.question, steps, arith.step_labels(steps, p.solution, str(p.answer))))
+    if policy is not None and n_policy:
+        torch.manual_seed(seed)
+        problems = [arith.make_problem(rng, arith.DIFFICULTIES["train"]) for _ in range(n_policy)]
+        tokenizer.padding_side = "left"
+        for k in range(0, n_policy, 256):
+            chunk = problems[k:k + 256]
+            enc = tokenizer([prompt_text(tokenizer, q.question) for q in chunk], return_tensors="pt", padding=True)
+            with torch.inference_mode():
+                gen = policy.generate(**enc, max_new_tokens=64, do_sample=True, temperature=1.0, top_k=0,
+                                      eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+            texts = tokenizer.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            for q, t in zip(chunk, texts):
+                steps = arith.split_steps(t)
+                if steps:
+                    out.append((q.question, steps, arith.step_labels(steps, q.solution, str(q.answer))))
+        tokenizer.padding_side = "right"
+    rng.shuffle(out)
+    return out
+
+
+def _prm_batch(tokenizer, examples):
+    """(input_ids, attention_mask, labels) with labels only at the step tokens."""
+    import torch
+    from .prm import build_input
+
+    enc = tokenizer([build_input(tokenizer, q, s) for q, s, _ in examples], return_tensors="pt", padding=True)
+    step_id = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
+    labels = torch.full_like(enc["input_ids"], -100)
+    for row, (_, _, lab) in enumerate(examples):
+        pos = (enc["input_ids"][row] == step_id).nonzero().flatten()
+        assert len(pos) == len(lab), "one step token per step"
+        labels[row, pos] = torch.tensor([int(x) for x in lab])
+    return enc["input_ids"], enc["attention_mask"], labels
+
+
+def prm_step_accuracy(prm_model, tokenizer, examples, batch: int = 128) -> dict:
+    """Step accuracy (threshold 0.5) on labelled examples, with the majority-class baseline."""
+    import torch
+
+    right = total = positives = 0
+    tokenizer.padding_side = "right"
+    prm_model.eval()
+    for k in range(0, len(examples), batch):
+        ids, mask, labels = _prm_batch(tokenizer, examples[k:k + batch])
+        with torch.inference_mode():
+            pred = prm_model(ids, mask).argmax(-1)
+        sel = labels != -100
+        right += (pred[sel] == labels[sel]).sum().item()
+        total += sel.sum().item()
+        positives += labels[sel].sum().item()
+    return {"step_accuracy": right / total, "steps": total,
+            "majority_baseline": max(positives, total - positives) / total}
+
+
+def build_prm(name: str) -> None:
+    """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .prm import model_class
+
+    spec = PRMS[name]
+    torch.manual_seed(spec.seed)
+    tokenizer = load_tokenizer()
+    tokenizer.padding_side = "right"
+    policy = AutoModelForCausalLM.from_pretrained(models_dir() / spec.init_from).float().eval()
+    config = policy.config
+    config.architectures = ["Qwen2ForProcessRewardModel"]
+    config.num_labels = 2
+    model = model_class()(config)
+    model.model.load_state_dict(policy.model.state_dict())
+    t0 = time.time()
+    n_train = spec.steps * spec.batch - spec.policy_samples
+    train = prm_examples(n_train, spec.seed, policy, tokenizer, spec.policy_samples)
+    heldout_synth = prm_examples(1000, spec.seed + 1000)
+    heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 500)
+    log(f"{name}: {len(train)} training examples ({time.time() - t0:.0f}s)")
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.05, 1 - s / spec.steps))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for step in range(spec.steps):
+        model.train()
+        ids, mask, labels = _prm_batch(tokenizer, train[step * spec.batch:(step + 1) * spec.batch])
+        loss = loss_fn(model(ids, mask).flatten(0, 1), labels.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(), sched.step(), opt.zero_grad()
+        if (step + 1) % 50 == 0:
+            log(f"{name} step {step + 1} loss {loss.item():.4f} ({time.time() - t0:.0f}s)")
+    synth = prm_step_accuracy(model, tokenizer, heldout_synth)
+    sampled = prm_step_accuracy(model, tokenizer, heldout_policy)
+    log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled}")
+    _save_model(model, models_dir() / name, {
+        "name": name, "parameters": sum(p.numel() for p in model.parameters()), "spec": asdict(spec),
+        "heldout_synthetic": synth, "heldout_policy_samples": sampled,
+        "heldout": f"prm_examples(1000, {spec.seed + 1000}) and 500 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
+        "train_seconds": round(time.time() - t0, 1), "final_loss": round(loss.item(), 4),
+        "torch_threads": torch.get_num_threads(),
+    })
+    log(f"{name}: shipped")
+
+
+# ---------------------------------------------------------------- command line
+
+PIECES = {"data": build_data, "tokenizer": build_tokenizer,
+          **{name: (lambda n=name: build_policy(n)) for name in POLICIES},
+          **{name: (lambda n=name: build_prm(n)) for name in PRMS}}
+
+
+def build(only: list[str] | None = None, threads: int = 2) -> None:
+    """Build the named pieces (all, in dependency order, when `only` is empty)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    for name in only or list(PIECES):
+        if name not in PIECES:
+            raise SystemExit(f"unknown piece {name!r}; pieces: {', '.join(PIECES)}")
+        PIECES[name]()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m suite.embedded", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="(re)build embedded data, tokenizer and models under tasks/arith")
+    b.add_argument("--only", action="append", metavar="PIECE",
+                   help=f"build only this piece (repeatable): {', '.join(PIECES)}; default: all, in order")
+    b.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    args = parser.parse_args(argv)
+    build(args.only, args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
