@@ -5,8 +5,8 @@ YAMLs in tasks/lm_eval/, loaded with `TaskManager(include_path=..., include_defa
 Every metric reads those same logged completions:
 
 - pass@1: the final answer (the last ``\\boxed{...}``, suite.rewards.extract_boxed) compared
-  with the gold answer by math-verify, gold first. No string-match shortcut: "1,000" equals "1000", "\\frac{1}{2}"
-  equals "0.5"; a completion without a boxed answer is wrong.
+  with the gold answer by math-verify, gold first. No string-match shortcut: "1,000" equals
+  "1000", "\\frac{1}{2}" equals "0.5"; a completion without a boxed answer is wrong.
 - process_judge: each completion split into steps (blank-line separated, the PRM convention)
   and scored by one fixed judge PRM; per completion the *minimum* step reward (a solution is
   only as sound as its weakest step: one wrong step among many right ones must not average
@@ -601,13 +601,16 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
     if not report_path.is_file():
         raise RaceError(f"run folder {run_dir} has no report.json", "pass a folder written by `race run`")
     adapter = run_dir / "adapter"
-    if not (adapter / "adapter_config.json").is_file():
+    full = not (adapter / "adapter_config.json").is_file() and (adapter / "config.json").is_file()
+    if not full and not (adapter / "adapter_config.json").is_file():
         raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
                         "the run saves its adapter at the end; was it finished?")
     base, system, reward_model = run_models(run_dir)
     base = Path(model) if model else base
-    config = EvalConfig(model=str(base), adapter=str(adapter), targets=tuple(targets), limit=limit,
-                        backend=backend, judge=judge, native_reward=system, native_reward_model=reward_model,
+    if full:  # LoRA rank 0: the run saved the fully fine-tuned model itself
+        base, adapter = adapter, None
+    config = EvalConfig(model=str(base), adapter=str(adapter) if adapter else None, targets=tuple(targets),
+                        limit=limit, backend=backend, judge=judge, native_reward=system, native_reward_model=reward_model,
                         data_dir=data_dir, out_dir=str(run_dir / "eval"), batch_size=batch_size, device=device)
     rows = evaluate(config)
     doc = json.loads(report_path.read_text())
