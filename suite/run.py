@@ -182,41 +182,24 @@ def grpo_config(cell: CellSpec, out: Path, device: str, max_steps: int):
     return GRPOConfig(**kw)
 
 
-def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resume: bool = False,
-             max_steps: int | None = None, progress: bool = True, threads: int | None = None) -> RunResult:
-    """Train a cell into `out` until its budget (or max_steps) is spent; see the module doc."""
-    out = Path(out)
-    if resume:
-        saved = out / CELL_FILE
-        if not saved.is_file():
-            raise RaceError(f"{out} holds no run to resume ({CELL_FILE} missing)", "start it without --resume")
-        cell = load_cell(saved)  # the cell as it ran, not a possibly edited copy
-    elif not isinstance(cell, CellSpec):
-        cell = load_cell(cell)
-    if not resume and (out / "ledger.jsonl").exists():
-        raise RaceError(f"{out} already holds a run", "resume it with --resume, or choose a new --out folder")
-
+def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = False, max_steps: int | None = None,
+                  progress: bool = True, prep: dict | None = None):
+    """(trainer, ledger, prep): a GRPOTrainer for the cell with a RaceLedger attached, ready
+    to train into `out` (which must exist). Used by run_cell; tests wrap its train()."""
     import warnings
 
     import torch
 
     # transformers 5 renames gradient checkpointing every step; TRL still calls the old names.
     warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
-    n = threads or cell.engine.get("torch_threads")
-    if n:
-        torch.set_num_threads(int(n))
-    prep = prepare(cell)
-    out.mkdir(parents=True, exist_ok=True)
-    if not resume:
-        dump_cell(cell, out / CELL_FILE)
-    ckpt = last_checkpoint(out) if resume else None
-
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, PrinterCallback
     from trl import GRPOTrainer
 
     from .trl_callback import RaceLedger
 
+    out = Path(out)
+    prep = prep or prepare(cell)
     device = prep["device"]
     dtype = torch.bfloat16 if device == "cuda" and cell.engine.get("bf16", True) else torch.float32
     attn = cell.engine.get("attn_implementation") or ("eager" if device == "cpu" else "sdpa")
@@ -232,19 +215,47 @@ def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resu
     trainer = GRPOTrainer(model=model, reward_funcs=[prep["reward"]], args=grpo_config(cell, out, device, steps_cap),
                           train_dataset=data, processing_class=prep["tokenizer"], peft_config=peft_config)
     trainer.remove_callback(PrinterCallback)  # the ledger's bar replaces per-step log dicts
-    spec = run_spec_of(cell, prep["engine"], prep["reward"])
+    # Resuming without a checkpoint (killed before the first one) starts at step 0: the
+    # callback then moves every ledger line to ledger.discarded.jsonl.
     ledger = RaceLedger(out, budget_flops=cell.budget_flops, max_prompt_tokens=prep["longest_prompt"],
                         attention=cell.attention, engine=prep["engine"], policy=prep["policy"],
                         adapter=cell.adapter(), settings=cell.settings(), reward_model=prep["reward_model"],
-                        resume=resume, progress=progress, run_spec=spec).attach(trainer)
-    # Resuming without a checkpoint (killed before the first one) starts at step 0: the
-    # callback then moves every ledger line to ledger.discarded.jsonl.
+                        resume=resume, progress=progress,
+                        run_spec=run_spec_of(cell, prep["engine"], prep["reward"])).attach(trainer)
+    return trainer, ledger, prep
+
+
+def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resume: bool = False,
+             max_steps: int | None = None, progress: bool = True, threads: int | None = None) -> RunResult:
+    """Train a cell into `out` until its budget (or max_steps) is spent; see the module doc."""
+    out = Path(out)
+    if resume:
+        saved = out / CELL_FILE
+        if not saved.is_file():
+            raise RaceError(f"{out} holds no run to resume ({CELL_FILE} missing)", "start it without --resume")
+        cell = load_cell(saved)  # the cell as it ran, not a possibly edited copy
+    elif not isinstance(cell, CellSpec):
+        cell = load_cell(cell)
+    if not resume and (out / "ledger.jsonl").exists():
+        raise RaceError(f"{out} already holds a run", "resume it with --resume, or choose a new --out folder")
+    n = threads or cell.engine.get("torch_threads")
+    if n:
+        import torch
+
+        torch.set_num_threads(int(n))
+    prep = prepare(cell)  # bad input fails here, before the run folder is touched
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        dump_cell(cell, out / CELL_FILE)
+    ckpt = last_checkpoint(out) if resume else None
+    trainer, ledger, prep = build_trainer(cell, out, resume=resume, max_steps=max_steps, progress=progress,
+                                         prep=prep)
     try:
         trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
     finally:
         ledger.close()
     trainer.model.save_pretrained(out / ADAPTER)
     prep["tokenizer"].save_pretrained(out / ADAPTER)
-    report = ledger.write_report(spec)
+    report = ledger.write_report()
     return RunResult(out=out, steps=ledger.steps, flops=dict(ledger.spent),
                      stopped_by_budget=ledger.stopped_by_budget, report=report)
