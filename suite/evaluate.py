@@ -24,6 +24,7 @@ import os
 import random
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +90,8 @@ REAL_SPLITS = {
                 "row0": ("unique_id", "test/precalculus/807.json")},
 }
 DATA_DIR_ENV = "RACE_DATA_DIR"
+#: Set to 1 while only embedded targets are evaluated.
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def select_rows(n_rows: int, k: int = 250, seed: int = SELECTION_SEED) -> list[int]:
@@ -408,12 +411,43 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     return flops["rollout"], flops["reward"]
 
 
-def _set_offline(targets) -> None:
-    # Embedded targets never touch the network: make the HF libraries fail fast instead of
-    # waiting on timeouts. Real-data targets keep the user's setting (online hub, or --data-dir).
-    if all(target(t).embedded for t in targets):
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
+@contextmanager
+def offline_for(targets):
+    """HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1 while evaluating only embedded targets: they
+    never touch the network, so the HF libraries fail fast instead of waiting on timeouts.
+    huggingface_hub and datasets read the variables at import, so already-imported modules get
+    their flags set too; everything is restored on exit. Real-data targets keep the user's
+    setting (online hub, or --data-dir)."""
+    import sys
+
+    if not all(target(t).embedded for t in targets):
+        yield
+        return
+    saved_env = {k: os.environ.get(k) for k in OFFLINE_VARS}
+    flags = [(m, attr) for m, attrs in (("huggingface_hub.constants", ("HF_HUB_OFFLINE",)),
+                                        ("datasets.config", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")))
+             if m in sys.modules for attr in attrs if hasattr(sys.modules[m], attr)]
+    saved_flags = [(m, attr, getattr(sys.modules[m], attr)) for m, attr in flags]
+    os.environ.update(dict.fromkeys(OFFLINE_VARS, "1"))
+    for m, attr in flags:
+        setattr(sys.modules[m], attr, True)
+    try:
+        yield
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        for m, attr, v in saved_flags:
+            setattr(sys.modules[m], attr, v)
+
+
+def hub_offline() -> bool:
+    """Whether Hugging Face Hub access is switched off right now."""
+    from huggingface_hub import constants
+
+    return bool(constants.is_offline_mode())
 
 
 def _jsonable(obj):
@@ -442,16 +476,20 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
     """Score config.model (+ config.adapter) on every target with all metrics. Returns report
     `evaluations` rows: per target pass@1, process_judge and (when config.native_reward is set)
     native_reward, each with n, stderr and its evaluation compute. `lm` reuses a loaded model."""
+    names = tuple(dict.fromkeys(config.targets))
+    for t in names:
+        target(t)
+    with offline_for(names):
+        return _evaluate(config, names, lm)
+
+
+def _evaluate(config: EvalConfig, names: tuple[str, ...], lm) -> list[dict]:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     from .report import write_json_atomic
     from .rewards import get_reward_system
 
-    names = tuple(dict.fromkeys(config.targets))
-    for t in names:
-        target(t)
-    _set_offline(names)
     judge_path = _judge_path(config)
     judge = get_reward_system("prm", model_path=str(judge_path), device=config.device, aggregate=JUDGE_AGGREGATION)
     native = None
@@ -512,7 +550,8 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
                 log.append({**s, "race": race})
             _write_jsonl(out / f"{name}.samples.jsonl", log)
             write_json_atomic(out / f"{name}.results.json", _jsonable(
-                {k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")}))
+                {**{k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")},
+                 "hub_offline": hub_offline()}))
     return rows
 
 

@@ -154,7 +154,12 @@ def test_run_without_report_or_adapter(tmp_path, capsys):
 # ---------------------------------------------------------------- lm-eval end to end (tiny random models)
 
 
-def test_lm_eval_end_to_end_all_metrics(tiny):
+def test_lm_eval_end_to_end_all_metrics(tiny, monkeypatch):
+    import os
+
+    for var in ev.OFFLINE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    hub_before = ev.hub_offline()
     out = tiny["root"] / "eval"
     cfg = ev.EvalConfig(model=str(tiny["base"]), adapter=str(tiny["adapter"]), limit=3, judge=str(tiny["prm"]),
                         native_reward="dense", out_dir=str(out), batch_size=8)
@@ -184,7 +189,9 @@ def test_lm_eval_end_to_end_all_metrics(tiny):
     # The logged pass@1 is the metric recomputed from the logged completion.
     for s in log:
         assert s["race"]["pass@1"] == float(ev.is_correct(s["filtered_resps"][0], s["doc"]["answer"]))
-    assert (out / "arith-hard-250.results.json").is_file()
+    # Offline while evaluating embedded targets (set by the tool), restored afterwards.
+    assert json.loads((out / "arith-hard-250.results.json").read_text())["hub_offline"] is True
+    assert ev.hub_offline() == hub_before and not any(v in os.environ for v in ev.OFFLINE_VARS)
     # The adapter changes what the model generates (it is really applied).
     base_rows = ev.evaluate(ev.EvalConfig(model=str(tiny["base"]), targets=("arith-easy-250",), limit=3,
                                           judge=str(tiny["prm"]), out_dir=str(tiny["root"] / "eval-base"), batch_size=8))
