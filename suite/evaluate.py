@@ -484,10 +484,8 @@ def evaluate(config: EvalConfig, lm=None) -> list[dict]:
 
 
 def _evaluate(config: EvalConfig, names: tuple[str, ...], lm) -> list[dict]:
-    import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from .report import write_json_atomic
     from .rewards import get_reward_system
 
     judge_path = _judge_path(config)
@@ -498,60 +496,68 @@ def _evaluate(config: EvalConfig, names: tuple[str, ...], lm) -> list[dict]:
         native = get_reward_system(config.native_reward, **opts)
     adapter_cfg = check_adapter(config.adapter, config.model) if config.adapter else None
     lm = lm or load_lm(config.model, config.adapter, config.backend, batch_size=config.batch_size, device=config.device)
-    tokenizer = lm.tokenizer
     manager = TaskManager(include_path=str(lm_eval_tasks_dir()), include_defaults=False,
                           metadata={"data_dir": config.data_dir} if config.data_dir else None)
-    judge_entry = model_entry(judge_path)
     rows: list[dict] = []
     for name in names:
-        lm.label = name
-        result = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=manager, limit=config.limit,
-                                         apply_chat_template=True, log_samples=True, bootstrap_iters=0,
-                                         verbosity="WARNING")
-        samples = sorted(result["samples"][name], key=lambda s: s["doc_id"])
-        docs = [s["doc"] for s in samples]
-        prompts = [s["arguments"][0][0] for s in samples]
-        completions = [s["filtered_resps"][0] for s in samples]
-        passed = [float(s["pass@1"]) for s in samples]
-        # Generated tokens: the completion, plus the stop token when generation stopped on one.
-        max_new = samples[0]["arguments"][0][1].get("max_gen_toks", 256) if samples else 0
-        lengths = []
-        for p, c in zip(prompts, completions):
-            n_c = len(tokenizer(c, add_special_tokens=False)["input_ids"])
-            lengths.append((len(tokenizer(p, add_special_tokens=False)["input_ids"]), min(n_c + 1, max_new)))
-        columns = {"answer": [d["answer"] for d in docs], "question": [d["question"] for d in docs],
-                   "solution": [d["solution"] for d in docs]}
-        judged = judge(prompts, completions, **columns)
-        judge_tokens = list(judge.last_scored_lengths)
-        gen_tokens = sum(a + b for a, b in lengths)
-        label = result_name(name, len(samples))
-        prompt_lens, gen_lens = [a for a, _ in lengths], [b for _, b in lengths]
-        gen_flops, judge_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, judge_path,
-                                            judge_tokens, config.attention)
-        rows.append(_row(label, "pass@1", passed, gen_tokens, gen_flops))
-        rows.append(_row(label, "process_judge", judged, sum(judge_tokens), judge_flops, judge=judge_entry))
-        native_scores, native_tokens = None, []
-        if native is not None:
-            native_scores = native(prompts, completions, **columns)
-            native_tokens = list(native.last_scored_lengths)
-            model_based = native.kind != "rule"
-            native_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, native.model_path,
-                                      native_tokens, config.attention)[1] if model_based else 0
-            rows.append(_row(label, "native_reward", native_scores, sum(native_tokens), native_flops,
-                             judge=model_entry(native.model_path) if model_based else None))
-        if config.out_dir:
-            out = Path(config.out_dir)
-            log = []
-            for i, s in enumerate(samples):
-                race = {"pass@1": passed[i], "process_judge": judged[i], "judge_tokens": judge_tokens[i] if judge_tokens else 0,
-                        "prompt_tokens": lengths[i][0], "generated_tokens": lengths[i][1]}
-                if native_scores is not None:
-                    race["native_reward"] = native_scores[i]
-                log.append({**s, "race": race})
-            _write_jsonl(out / f"{name}.samples.jsonl", log)
-            write_json_atomic(out / f"{name}.results.json", _jsonable(
-                {**{k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")},
-                 "hub_offline": hub_offline()}))
+        result, samples = _generate(lm, manager, name, config.limit)
+        rows += _score(config, name, samples, lm.tokenizer, adapter_cfg, judge, judge_path, native, result)
+    return rows
+
+
+def _generate(lm, manager, name: str, limit: int | None) -> tuple[dict, list[dict]]:
+    """lm-eval's results and per-sample log (in problem order) of one target: one greedy
+    completion per problem, pass@1 scored by the task's process_results."""
+    import lm_eval
+
+    lm.label = name  # the progress bar's name
+    result = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=manager, limit=limit,
+                                     apply_chat_template=True, log_samples=True, bootstrap_iters=0,
+                                     verbosity="WARNING")
+    return result, sorted(result["samples"][name], key=lambda s: s["doc_id"])
+
+
+def _score(config: EvalConfig, name: str, samples: list[dict], tokenizer, adapter_cfg, judge, judge_path,
+           native, result: dict) -> list[dict]:
+    """The rows of one target from its logged completions; writes the logs when asked."""
+    from .report import write_json_atomic
+
+    docs = [s["doc"] for s in samples]
+    prompts = [s["arguments"][0][0] for s in samples]
+    completions = [s["filtered_resps"][0] for s in samples]
+    passed = [float(s["pass@1"]) for s in samples]
+    # Tokens as the policy's tokenizer re-reads the logged text. Generated tokens: the
+    # completion plus the stop token it stopped on (capped at max_gen_toks).
+    max_new = samples[0]["arguments"][0][1].get("max_gen_toks", 256)
+    prompt_lens = [len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts]
+    gen_lens = [min(len(tokenizer(c, add_special_tokens=False)["input_ids"]) + 1, max_new) for c in completions]
+    columns = {"answer": [d["answer"] for d in docs], "question": [d["question"] for d in docs],
+               "solution": [d["solution"] for d in docs]}
+    judged = judge(prompts, completions, **columns)
+    judge_tokens = list(judge.last_scored_lengths)
+    gen_flops, judge_flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, judge_path,
+                                        judge_tokens, config.attention)
+    label = result_name(name, len(samples))
+    rows = [_row(label, "pass@1", passed, sum(prompt_lens) + sum(gen_lens), gen_flops),
+            _row(label, "process_judge", judged, sum(judge_tokens), judge_flops, judge=model_entry(judge_path))]
+    per_sample = {"pass@1": passed, "process_judge": judged, "judge_tokens": judge_tokens,
+                  "prompt_tokens": prompt_lens, "generated_tokens": gen_lens}
+    if native is not None:
+        scores = native(prompts, completions, **columns)
+        tokens = list(native.last_scored_lengths)
+        model_based = native.kind != "rule"
+        flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, native.model_path, tokens,
+                           config.attention)[1] if model_based else 0
+        rows.append(_row(label, "native_reward", scores, sum(tokens), flops,
+                         judge=model_entry(native.model_path) if model_based else None))
+        per_sample["native_reward"] = scores
+    if config.out_dir:
+        out = Path(config.out_dir)
+        log = [{**s, "race": {k: v[i] for k, v in per_sample.items() if v}} for i, s in enumerate(samples)]
+        _write_jsonl(out / f"{name}.samples.jsonl", log)
+        write_json_atomic(out / f"{name}.results.json", _jsonable(
+            {**{k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")},
+             "hub_offline": hub_offline()}))
     return rows
 
 
