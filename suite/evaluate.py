@@ -508,12 +508,15 @@ def _evaluate(config: EvalConfig, names: tuple[str, ...], lm) -> list[dict]:
 def _generate(lm, manager, name: str, limit: int | None) -> tuple[dict, list[dict]]:
     """lm-eval's results and per-sample log (in problem order) of one target: one greedy
     completion per problem, pass@1 scored by the task's process_results."""
+    import logging
+
     import lm_eval
 
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)  # its per-task notices drown the progress bars
     lm.label = name  # the progress bar's name
     result = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=manager, limit=limit,
                                      apply_chat_template=True, log_samples=True, bootstrap_iters=0,
-                                     verbosity="WARNING")
+                                     verbosity="ERROR")
     return result, sorted(result["samples"][name], key=lambda s: s["doc_id"])
 
 
