@@ -38,7 +38,7 @@ class Difficulty:
 
 #: Named difficulties of the embedded splits.
 DIFFICULTIES: dict[str, Difficulty] = {
-    "train": Difficulty(steps=(2, 4), p_times=0.1),
+    "train": Difficulty(steps=(2, 3), p_times=0.1),
     "easy": Difficulty(steps=(2, 2)),
     "hard": Difficulty(steps=(3, 4), operand=(1, 15), p_times=0.25),
 }

@@ -171,7 +171,7 @@ class PolicySpec:
 
 
 POLICIES: dict[str, PolicySpec] = {
-    "policy-s": PolicySpec(hidden=64, layers=3, heads=2, kv_heads=1, intermediate=192, seed=11),
+    "policy-s": PolicySpec(hidden=64, layers=3, heads=2, kv_heads=1, intermediate=192, seed=11, lr=3e-3),
     "policy-m": PolicySpec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, seed=12),
     "policy-l": PolicySpec(hidden=256, layers=4, heads=8, kv_heads=4, intermediate=1024, seed=13, lr=1e-3),
 }
@@ -283,6 +283,8 @@ def build_policy(name: str) -> None:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(), sched.step(), opt.zero_grad()
+        if step % 50 == 0:
+            log(f"{name} step {step} loss {loss.item():.3f} ({time.time() - t0:.0f}s)")
         if step % spec.eval_every or loss.item() > spec.eval_below_loss:
             continue
         model.eval()
@@ -340,8 +342,8 @@ class PRMSpec:
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21),
-    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, steps=400),
+    "prm": PRMSpec(init_from="policy-m", seed=21, steps=400),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, steps=300),
 }
 
 
@@ -508,9 +510,10 @@ def build_prm(name: str) -> None:
 
 # ---------------------------------------------------------------- command line
 
+# Dependency order: PRMs start from the policies' backbones.
 PIECES = {"data": build_data, "tokenizer": build_tokenizer,
           **{name: (lambda n=name: build_policy(n)) for name in POLICIES},
-          **{name: (lambda n=name: build_prm(n)) for name in PRMS}}
+          **{name: (lambda n=name: build_prm(n)) for name in ("prm-proxy", "prm")}}
 
 
 def build(only: list[str] | None = None, threads: int = 2) -> None:

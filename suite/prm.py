@@ -131,11 +131,7 @@ class PRM:
             model = model_class()(config, head_bias="score.0.bias" in state)
         model.load_state_dict(state, strict=True, assign=True)
         # Rotary inverse frequencies are buffers not stored in the checkpoint: recompute them.
-        rotary = model.model.rotary_emb
-        inv_freq, scaling = rotary.rope_init_fn(rotary.config, device="cpu")
-        rotary.inv_freq = inv_freq
-        rotary.original_inv_freq = inv_freq
-        rotary.attention_scaling = scaling
+        model.model.rotary_emb = type(model.model.rotary_emb)(config)
         model = model.to(device=device, dtype=dtype).eval()
         tokenizer = AutoTokenizer.from_pretrained(folder)
         if tokenizer.convert_tokens_to_ids(STEP_TOKEN) in (None, tokenizer.unk_token_id):
