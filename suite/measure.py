@@ -9,6 +9,7 @@ for its gradients; flop_counter() adds them, so nothing real is missed.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Sequence
 
 from .accounting import PROJECTIONS, Adapter
@@ -119,10 +120,30 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
     labels = ids.masked_fill(mask == 0, -100)
     labels[:, :-c_width] = -100
     fc = flop_counter()
-    with fc:
+    with fc, _meta_autocast(device):
         out = m(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
         (out.log_probs.sum() + out.entropy.sum()).backward()
     return fc.get_total_flops()
+
+
+@contextlib.contextmanager
+def _meta_autocast(device: str):
+    """torch.is_autocast_enabled('meta') raises; TRL's fused head asks it. Answer False there."""
+    import torch
+
+    if device != "meta":
+        yield
+        return
+    original = torch.is_autocast_enabled
+
+    def patched(*args):
+        return False if args and args[0] == "meta" else original(*args)
+
+    torch.is_autocast_enabled = patched
+    try:
+        yield
+    finally:
+        torch.is_autocast_enabled = original
 
 
 def _padded_rows(prompt_lengths, completion_lengths, device):
