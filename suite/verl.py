@@ -153,6 +153,45 @@ def launch_command(overrides: Sequence[str], metrics_path: str | None = None) ->
     return " \\\n".join(lines)
 
 
+def write_dataset(source: str | Path, dest: str | Path) -> int:
+    """Convert a suite dataset (JSON Lines / JSON / parquet rows with question, answer and
+    optional solution) into verl's RL parquet format, atomically; returns the row count.
+
+    Each row: data_source, prompt (chat messages), ability, reward_model.ground_truth (the gold
+    answer, what suite/verl_reward.py compares against) and extra_info (index, question,
+    solution for the dense reward)."""
+    import os
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .datasets import prompt_messages, read_records
+
+    source, dest = Path(source), Path(dest)
+    rows = []
+    for i, rec in enumerate(read_records(source)):
+        if "question" not in rec or "answer" not in rec:
+            raise RaceError(f"{source}: record {i} lacks 'question' or 'answer'",
+                            "a cell's dataset has one problem per line with question and answer")
+        rows.append({"data_source": f"race/{source.stem}", "prompt": prompt_messages(str(rec["question"])),
+                     "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(rec["answer"])},
+                     "extra_info": {"index": i, "question": str(rec["question"]),
+                                    "solution": str(rec.get("solution") or "")}})
+    if not rows:
+        raise RaceError(f"{source}: no rows to convert")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    try:
+        pq.write_table(pa.Table.from_pylist(rows), tmp)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return len(rows)
+
+
 def config_dir() -> Path:
     """verl's packaged trainer config folder (needs verl installed, no verl import)."""
     spec = importlib.util.find_spec("verl")

@@ -82,3 +82,24 @@ def test_verl_reward_function_scores_like_the_suite():
     assert verl_reward.compute_score_sparse("race/arith", good, "7", {}) == 1.0
     assert verl_reward.compute_score_sparse("race/arith", good, "8", {}) == 0.0
     assert verl_reward.compute_score_structured("race/arith", good, "8", {}) == pytest.approx(0.3)
+
+
+def test_write_data_converts_the_cell_dataset_to_verl_parquet(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from suite import verl_reward
+
+    src = tmp_path / "train.jsonl"
+    src.write_text('{"question": "Ann has 2 pens. Ann finds 3 more. How many pens?", '
+                   '"solution": "2 + 3 = 5\\n\\n\\\\boxed{5}", "answer": "5"}\n')
+    cell = tmp_path / "cell.yaml"
+    cell.write_text(CELL.read_text().replace("data/polaris-53k.jsonl", "train.jsonl"))
+    assert main(["export", "verl", str(cell), "--write-data", str(tmp_path / "v"), "--overrides-only"]) == 0
+    out = capsys.readouterr().out
+    assert f"data.train_files={(tmp_path / 'v' / 'train.parquet').resolve()}" in out
+    (row,) = pq.read_table(tmp_path / "v" / "train.parquet").to_pylist()
+    assert row["prompt"] == [{"role": "user", "content": "Ann has 2 pens. Ann finds 3 more. How many pens?"}]
+    assert row["reward_model"]["ground_truth"] == "5"
+    gold = row["extra_info"]["solution"]
+    assert verl_reward.compute_score_dense(row["data_source"], gold, "5", row["extra_info"]) == 1.0
+    assert verl_reward.compute_score_dense(row["data_source"], "2 + 3 = 6\n\n\\boxed{6}", "5", row["extra_info"]) == 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from suite.cli import command
 
@@ -28,6 +29,9 @@ def configure(p):
     p.add_argument("--check", action="store_true",
                    help="also compose the overrides against verl's packaged config with Hydra (needs the "
                         "verl extra: pip install -e '.[verl]' and pip install --no-deps verl==0.9.1)")
+    p.add_argument("--write-data", metavar="DIR",
+                   help="also convert the cell's dataset (found here) into verl's RL parquet format as "
+                        "DIR/train.parquet and point data.train_files/val_files at it (unless given)")
     p.add_argument("--overrides-only", action="store_true",
                    help="print one Hydra override per line instead of the shell command")
     return run
@@ -38,6 +42,14 @@ def run(args) -> int:
     from suite.cell import load_cell
 
     cell = load_cell(args.cell, check_paths=False)
+    if args.write_data:
+        src = Path(cell.dataset)
+        if not src.is_absolute() and cell.source and (Path(cell.source).parent / src).exists():
+            src = Path(cell.source).parent / src
+        dest = Path(args.write_data) / "train.parquet"
+        n = verl.write_dataset(src, dest)
+        print(f"# wrote {n} rows to {dest}", file=sys.stderr)
+        args.train_files = args.train_files or str(dest.resolve())
     cluster = verl.Cluster(n_gpus_per_node=args.gpus_per_node, nnodes=args.nodes, rollout_tp=args.rollout_tp)
     overrides = verl.launch_overrides(cell, model_path=args.model_path, train_files=args.train_files,
                                       val_files=args.val_files, cluster=cluster,
