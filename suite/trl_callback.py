@@ -69,17 +69,24 @@ def adapter_of(model):
     cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
     if getattr(cfg, "peft_type", None) is not None and str(getattr(cfg.peft_type, "value", cfg.peft_type)) != "LORA":
         raise RaceError(f"PEFT method {cfg.peft_type} is not accounted", "the ledger supports LoRA and full fine-tuning")
-    targets = cfg.target_modules
-    if isinstance(targets, str):  # a regex or "all-linear": read back what peft adapted
-        names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
-        targets = [t for t in PROJECTIONS if t in names and any(
-            n.endswith(f"{t}.lora_A.default") or n.endswith(f"{t}.lora_A") for n, _ in model.named_modules())]
-    extra = set(targets) - set(PROJECTIONS)
+    # Read back what PEFT adapted (target_modules may be a list, a regex or "all-linear").
+    adapted: dict[str, int] = {}
+    for name, module in model.named_modules():
+        if hasattr(module, "lora_A") and len(getattr(module, "lora_A", {})):
+            leaf = name.rsplit(".", 1)[-1]
+            adapted[leaf] = adapted.get(leaf, 0) + 1
+    extra = set(adapted) - set(PROJECTIONS)
     if extra:
-        raise RaceError(f"LoRA targets {sorted(extra)} are outside the decoder projections",
+        raise RaceError(f"LoRA on {sorted(extra)} is outside the decoder projections",
                         f"the accounting knows {', '.join(PROJECTIONS)}")
+    layers = model.config.num_hidden_layers
+    partial = sorted(t for t, n in adapted.items() if n != layers)
+    if partial or getattr(cfg, "rank_pattern", None):
+        raise RaceError(f"LoRA covers only some layers or ranks differ ({partial or 'rank_pattern'})",
+                        "the accounting assumes one rank on every layer")
+    targets = [t for t in PROJECTIONS if t in adapted]
     return Adapter(kind="lora", rank=int(cfg.r), alpha=float(cfg.lora_alpha),
-                   targets=tuple(t for t in PROJECTIONS if t in set(targets)))
+                   targets=tuple(targets))
 
 
 def settings_of(args):
@@ -174,6 +181,8 @@ class RaceLedger(TrainerCallback):
         self._longest_prompt = 0
         self._longest_reward = 0
         self._warned = set()
+        self._policy_ref: str | None = None  # loadable policy config (folder) for the report
+        self._reward_ref: dict = {"system": "custom"}
 
     @property
     def ledger_path(self) -> Path:
@@ -216,10 +225,14 @@ class RaceLedger(TrainerCallback):
         wrapped.__wrapped__ = func
         wrapped._race_wrapped = True
         path = getattr(func, "model_path", None)
-        if getattr(func, "kind", "rule") != "rule" and path and self.reward_model is None:
-            from .modelspec import load_spec
+        if getattr(func, "kind", "rule") != "rule" and path:
+            self._reward_ref = {"system": wrapped.__name__, "kind": "prm", "model": str(path)}
+            if self.reward_model is None:
+                from .modelspec import load_spec
 
-            self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
+                self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
+        elif self._reward_ref.get("system") == "custom":
+            self._reward_ref = {"system": wrapped.__name__}
         return wrapped
 
     # ---- observing a generation ---------------------------------------------------------------
@@ -283,6 +296,8 @@ class RaceLedger(TrainerCallback):
 
         self._tokenizer = processing_class
         self._chat_kwargs = dict(getattr(args, "chat_template_kwargs", None) or {})
+        ref = str(getattr(model.config, "_name_or_path", "") or "")
+        self._policy_ref = ref if ref and Path(ref).is_dir() else None
         self.policy = self.policy or policy_spec_of(model)
         self.adapter = self.adapter or adapter_of(model)
         self.settings = self.settings or settings_of(args)
@@ -433,8 +448,8 @@ class RaceLedger(TrainerCallback):
 
         ad = asdict(self.adapter)
         ad["type"] = ad.pop("kind")
-        return {"policy": self.policy.name, "adapter": ad, "grpo": self.settings.to_dict(),
-                "reward": {"system": "custom"},
+        return {"policy": self._policy_ref or self.policy.name, "adapter": ad, "grpo": self.settings.to_dict(),
+                "reward": dict(self._reward_ref),
                 "accounting": {"engine_profile": self.engine, "attention": self.attention},
                 "budget": {"flops": self.budget}}
 
