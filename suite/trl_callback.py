@@ -169,6 +169,8 @@ class RaceLedger(TrainerCallback):
         self.steps = 0
         self.stopped_by_budget = False
         self.next_step_bound: int | None = None
+        self.overhead_seconds = 0.0  # wall time spent in the ledger's own code (benchmarks)
+        self._t_step_begin_done = 0.0
         self._writer = None
         self._bar = None
         self._tokenizer = None
@@ -216,8 +218,9 @@ class RaceLedger(TrainerCallback):
         def wrapped(prompts, completions, completion_ids=None, **kwargs):
             t0 = time.perf_counter()
             out = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
-            self._observe(func, prompts, completion_ids, kwargs.get("trainer_state"), out, t0,
-                          time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            self._observe(func, prompts, completion_ids, kwargs.get("trainer_state"), out, t0, t1 - t0)
+            self.overhead_seconds += time.perf_counter() - t1
             return out
 
         wrapped.__name__ = getattr(func, "__name__", type(func).__name__)  # TRL logs rewards by name
@@ -323,6 +326,7 @@ class RaceLedger(TrainerCallback):
         self._in_step = True
         self._gen = None
         self._t_step = time.perf_counter()
+        self._t_step_begin_done = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
         """Account the step that just finished, flush its ledger line, check the budget."""
@@ -330,6 +334,7 @@ class RaceLedger(TrainerCallback):
 
         t_end = time.perf_counter()
         self._in_step = False
+        self.overhead_seconds += self._t_step_begin_done - self._t_step
         g = self._gen
         if g is not None:
             self._last_gen = g
@@ -362,6 +367,7 @@ class RaceLedger(TrainerCallback):
             self._bar.set_postfix_str(f"step {self.steps} rollout {self.spent['rollout'] / tot:.0%} "
                                       f"update {self.spent['update'] / tot:.0%} reward {self.spent['reward'] / tot:.0%}")
         self._budget_check(state, control)
+        self.overhead_seconds += time.perf_counter() - t_end
 
     def on_train_end(self, args, state, control, **kwargs):
         """Close the ledger and the progress bar."""

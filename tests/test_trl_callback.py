@@ -83,3 +83,23 @@ def test_attach_needs_a_callable_reward(tmp_path, policy):
 
     with pytest.raises(RaceError, match="Python reward function"):
         RaceLedger(tmp_path).attach(Trainer())
+
+
+def test_docs_example_runs(tmp_path, monkeypatch):
+    """docs/trl-integration.md's example, as written, on the embedded policy-s."""
+    import re
+
+    from suite.paths import home
+
+    text = (home() / "docs" / "trl-integration.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    torch.set_num_threads(1)
+    scope: dict = {}
+    exec(compile(code, "docs/trl-integration.md", "exec"), scope)
+    ledger = scope["ledger"]
+    recs = read_ledger(tmp_path / "runs" / "example" / "ledger.jsonl").records
+    assert ledger.steps == len(recs) == 4
+    from suite.cli import main
+
+    assert main(["validate", str(tmp_path / "runs" / "example" / "report.json")]) == 0
