@@ -77,9 +77,10 @@ def depth(obj: Any) -> int:
     return best
 
 
-def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH) -> Any:
     """Parse one JSON document strictly: UTF-8, no NaN/Infinity, no duplicate keys, no
-    trailing garbage, bounded nesting. Raises JSONInputError with a stable `kind`."""
+    trailing garbage, bounded nesting (max_depth None: only the parser's own recursion limit,
+    for callers that check the shape themselves). Raises JSONInputError with a stable `kind`."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8-sig")
@@ -101,7 +102,7 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         line = text.count("\n", 0, end) + 1
         raise JSONInputError("syntax", f"trailing data after the JSON document at line {line}",
                              "a report holds exactly one JSON document; ledgers use .jsonl")
-    if depth(obj) > max_depth:
+    if max_depth is not None and depth(obj) > max_depth:
         raise JSONInputError("depth", f"nesting deeper than {max_depth} levels", "flatten the document")
     return obj
 
