@@ -6,7 +6,7 @@ learning rate, temperature, seed), the FLOP budget and a free allocation label. 
 are resolved against the cell file's folder, then against the suite's home (the checkout).
 
     from suite.cell import load_cell
-    cell = load_cell("tasks/cells/policy-s-sparse.yaml")
+    cell = load_cell("tasks/cells/s-sparse.yaml")
     cell.settings()        # accounting.GRPOSettings
     cell.adapter()         # accounting.Adapter
 """

@@ -2,7 +2,7 @@
 
     from suite.cell import load_cell
     from suite.run import run_cell
-    result = run_cell(load_cell("tasks/cells/policy-s-sparse.yaml"), "runs/s-sparse")
+    result = run_cell(load_cell("tasks/cells/s-sparse.yaml"), "runs/s-sparse")
 
 Writes DIR/cell.yaml (the resolved cell), DIR/ledger.jsonl (one line per optimizer step,
 flushed as it goes), DIR/checkpoints/ (resumable trainer state), DIR/adapter/ (the trained

@@ -11,7 +11,7 @@ from ..errors import RaceError
 @command("run", help="Train a GRPO cell (TRL GRPOTrainer) and write its live ledger, adapter and report.")
 def configure(p):
     p.add_argument("cell", metavar="CELL", nargs="?", default=None,
-                   help="cell YAML file (e.g. tasks/cells/policy-s-sparse.yaml); optional with --resume, "
+                   help="cell YAML file (e.g. tasks/cells/s-sparse.yaml); optional with --resume, "
                         "which reads DIR/cell.yaml")
     p.add_argument("--out", "-o", metavar="DIR", default=None,
                    help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
