@@ -247,3 +247,17 @@ def test_race_eval_writes_rows_into_a_valid_report(tiny, tmp_path, capsys):
     want = get_reward_system("structured")([s["arguments"][0][0] for s in log], [s["filtered_resps"][0] for s in log],
                                            answer=[s["doc"]["answer"] for s in log])
     assert rows["arith-easy-250:first-2", "native_reward"]["value"] == pytest.approx(sum(want) / 2)
+
+
+def test_race_eval_base_writes_the_reference_row(tiny, tmp_path, capsys):
+    from suite.cli import main
+
+    out = tmp_path / "base"
+    assert main(["eval", "--base", str(tiny["base"]), "--out", str(out), "--limit", "2", "--targets", "arith-hard-250",
+                 "--judge", str(tiny["prm"]), "--native-reward", "sparse", "--batch-size", "8"]) == 0
+    doc = json.loads((out / "evaluations.json").read_text())
+    assert doc["adapter"] is None and doc["model"]["name"] == "base" and doc["model"]["params_total"] > 0
+    assert {(r["target"], r["metric"]) for r in doc["evaluations"]} == {("arith-hard-250:first-2", m) for m in ev.METRICS}
+    assert (out / "eval" / "arith-hard-250.samples.jsonl").is_file()
+    assert main(["eval", "--base", str(tiny["base"])]) == 2
+    assert "--base needs --out DIR" in capsys.readouterr().err
