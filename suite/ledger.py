@@ -95,7 +95,7 @@ def record_problem(rec: Any) -> str | None:
     if "metrics" in rec:
         m = rec["metrics"]
         if type(m) is not dict or not set(map(type, m.values())) <= {int, float, type(None)} \
-                or not all(map(math.isfinite, filter(None.__ne__, m.values()))):
+                or not all(math.isfinite(v) for v in m.values() if v is not None):
             return "metrics must map names to numbers or null"
     return None
 
