@@ -259,8 +259,9 @@ class RaceLedger(TrainerCallback):
             if len(lengths) != len(completion_ids):
                 raise RaceError(f"model reward {getattr(func, '__name__', func)!r} did not report the tokens it scored",
                                 "a model reward must set last_scored_lengths (one entry per completion)")
-            # Several model rewards: their tokens add up (one reward model spec is charged).
-            g["reward_lengths"] = lengths if g["reward_lengths"] is None else [a + b for a, b in zip(g["reward_lengths"], lengths)]
+            # A completion the model did not score (0 tokens) costs nothing; several model
+            # rewards add their sequences (one reward-model spec is charged).
+            g["reward_lengths"] = (g["reward_lengths"] or []) + [n for n in lengths if n > 0]
         vals = [float(r) for r in rewards if r is not None]
         if vals:
             g["rewards"].append(sum(vals) / len(vals))
@@ -342,7 +343,7 @@ class RaceLedger(TrainerCallback):
             if g["reward_lengths"]:
                 self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
             work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
-                                     g["reward_lengths"], iterations=1, generation=True)
+                                     g["reward_lengths"] or None, iterations=1, generation=True)
             seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
                        "update": t_end - g["t_reward"] - g["reward_seconds"]}
         else:
@@ -395,6 +396,9 @@ class RaceLedger(TrainerCallback):
         if self.total_flops + bound > self.budget:
             self.stopped_by_budget = True
             control.should_training_stop = True
+            if first:
+                log.warning("race: budget %.3e FLOPs (%.3e left) cannot buy one step of up to %.3e FLOPs; "
+                            "not training", self.budget, self.budget - self.total_flops, bound)
 
     # ---- resume -----------------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ own token count, stops before the budget, and refuses what it cannot observe."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -103,3 +105,60 @@ def test_docs_example_runs(tmp_path, monkeypatch):
     from suite.cli import main
 
     assert main(["validate", str(tmp_path / "runs" / "example" / "report.json")]) == 0
+
+
+class _ModelReward:
+    """A model reward as suite.rewards defines them (kind, model_path, last_scored_lengths):
+    it runs a real forward of its model over each prompt + completion, one sequence at a time."""
+
+    kind = "model"
+    __name__ = "tiny_model_reward"
+
+    def __init__(self, path):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model_path = str(path)
+        self.model = AutoModelForCausalLM.from_pretrained(path, attn_implementation="eager").eval()
+        self.tok = AutoTokenizer.from_pretrained(path)
+        self.last_scored_lengths = []
+
+    def __call__(self, prompts, completions, completion_ids=None, **kwargs):
+        lengths, out = [], []
+        for p, c in zip(prompts, completions):
+            text = p[-1]["content"] + (c if isinstance(c, str) else c[-1]["content"])
+            ids = self.tok(text, return_tensors="pt")["input_ids"]
+            with torch.no_grad():
+                out.append(float(self.model(ids).logits[0, -1, 0]))
+            lengths.append(ids.shape[1])
+        self.last_scored_lengths = lengths
+        return out
+
+
+def test_model_reward_is_charged_by_its_own_forward(tmp_path, policy):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from suite.cell import load_cell
+    from suite.run import build_trainer
+
+    torch.set_num_threads(1)
+    rm_dir = make_policy(tmp_path / "reward-model", hidden=64, layers=1, seed=3)
+    cell = load_cell(write_cell(tmp_path / "cell.yaml", policy, attention="full"))
+    out = tmp_path / "run"
+    out.mkdir()
+    trainer, _, _ = build_trainer(cell, out, max_steps=2, progress=False)
+    trainer.callback_handler.callbacks = [c for c in trainer.callback_handler.callbacks
+                                          if type(c).__name__ != "RaceLedger"]
+    trainer.reward_funcs[0] = _ModelReward(rm_dir)
+    from suite.trl_callback import RaceLedger
+
+    ledger = RaceLedger(tmp_path / "ledger", attention="full").attach(trainer)
+    assert ledger.reward_model is not None and ledger.reward_model.num_layers == 1
+    counter = FlopCounterMode(display=False, custom_mapping={torch.ops.aten.addmm_: _addmm_inplace})
+    with counter:
+        trainer.train()
+    recs = read_ledger(ledger.ledger_path).records
+    assert all(r["flops"]["reward"] > 0 for r in recs)
+    total = sum(sum(r["flops"].values()) for r in recs)
+    assert abs(total / counter.get_total_flops() - 1) < 0.02
+    report = json.loads(ledger.write_report().read_text())
+    assert report["reward"]["kind"] == "prm" and report["totals"]["flops"]["reward"] > 0
