@@ -124,6 +124,10 @@ def read_verl_log(path: str | Path) -> list[Step]:
         data = rec["data"]
         if not any(k.startswith(("response_length/", "timing_s/", "actor/", "perf/")) for k in data):
             continue  # validation-only line
+        if steps and rec["step"] <= steps[-1].step:
+            raise RaceError(f"{where}: step {rec['step']} does not follow step {steps[-1].step}",
+                            "a resumed verl run logs again from its checkpoint's step; import each attempt's "
+                            "file (one VERL_FILE_LOGGER_PATH per attempt) or keep one line per step")
         p = _need(data, "prompt_length/mean", VERL_NEEDED, where, "verl")
         c = _need(data, "response_length/mean", VERL_NEEDED, where, "verl")
         total = _need(data, "perf/total_num_tokens", VERL_NEEDED, where, "verl")

@@ -102,3 +102,19 @@ def test_trl_state_without_num_tokens_names_it(tmp_path):
     with pytest.raises(RaceError, match="no 'num_tokens'") as e:
         importers.import_trl(bad, load_cell(TRL_CELL, check_paths=False), tmp_path / "out")
     assert "logging_steps" in e.value.hint
+
+
+def test_verl_log_with_repeated_steps_is_refused(tmp_path):
+    lines = VERL_LOG.read_text().splitlines()
+    log = tmp_path / "resumed.jsonl"
+    log.write_text("\n".join(lines + lines[2:3]) + "\n")  # step 2 logged again after step 3
+    with pytest.raises(RaceError, match="step 2 does not follow step 3") as e:
+        importers.read_verl_log(log)
+    assert "VERL_FILE_LOGGER_PATH" in e.value.hint
+
+
+def test_torn_last_line_of_a_killed_verl_run_is_ignored(tmp_path):
+    text = VERL_LOG.read_text()
+    log = tmp_path / "killed.jsonl"
+    log.write_text(text + text.splitlines()[3][:57])  # the 4th step half-written, no newline
+    assert [s.step for s in importers.read_verl_log(log)] == [1, 2, 3]
