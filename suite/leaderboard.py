@@ -4,9 +4,12 @@ A submission's id is a content hash (sha256 of the report's canonical JSON, so r
 file does not make it new); it is stored as `<id>.json`. Writes are atomic and never clobber:
 the bytes go to a private temp file in the same folder, are fsynced, and are then hard-linked to
 the final name, which fails if that name exists — two concurrent submits of the same report
-leave one file and one "duplicate" refusal, and an interrupted submit leaves nothing but a temp
-file that the next build ignores. A ledger beside the report is stored content-addressed under
-`ledgers/<sha256>.jsonl` so the site can chart it.
+leave one file and one "duplicate" refusal, and an interrupted submit leaves nothing but a hidden
+temp file that the next build ignores.
+
+The report's ledger is stored beside it at the report's own relative `ledger.path`, so that
+`race validate leaderboard/submissions` checks every submission against its ledger exactly as
+it was checked on submit, and the site can chart it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from . import jsonstrict
 from .errors import RaceError
 
 ID_HEX = 16            # 64 bits of sha256: collisions are not a practical concern at leaderboard scale
-LEDGER_DIR = "ledgers"
 MAX_LEDGER_BYTES = 256 * 1024 * 1024  # a 100,000-step ledger is ~50 MB
 
 
@@ -68,11 +70,11 @@ def describe(f: Any) -> str:
     return f"{f.severity} {f.rule_id}{where}: {f.message}"
 
 
-def validate(doc: Any, base_dir: Path | None) -> list[Any]:
+def validate(doc: Any, base_dir: Path | None, file: str = "<report>") -> list[Any]:
     """Run the suite's validator on one report (the gate both submit and build use)."""
     from .validate import validate_report
 
-    return list(validate_report(doc, base_dir=base_dir))
+    return list(validate_report(doc, base_dir=base_dir, file=file))
 
 
 # ----------------------------------------------------------------------------- writing
@@ -138,11 +140,13 @@ def _find_duplicate(folder: Path, sid: str) -> str | None:
     return None
 
 
-def submit(report: Path, folder: Path, *, copy_ledger: bool = True) -> Submitted:
-    """Validate `report` and store it in the submissions `folder` as `<id>.json`.
+def submit(report: Path, folder: Path) -> Submitted:
+    """Validate `report` (with its ledger, as `race validate` does) and store it in the
+    submissions `folder` as `<id>.json`, its ledger at the report's relative `ledger.path`.
 
-    Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one, and a
-    report whose content is already submitted. Unreadable input raises RaceError (exit 2)."""
+    Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one; a report
+    whose content is already submitted; a ledger path taken by different bytes. Unreadable input
+    raises RaceError (exit 2)."""
     report, folder = Path(report), Path(folder)
     if not folder.is_dir():
         raise RaceError(f"submissions folder {folder} does not exist", "create it or pass --submissions DIR")
@@ -155,32 +159,40 @@ def submit(report: Path, folder: Path, *, copy_ledger: bool = True) -> Submitted
         raise SubmissionRefused(f"{report.name} refused: {len(errors)} error finding(s)\n{lines}",
                                 f"fix them and check with `race validate {report.name}` before submitting")
     sid = submission_id(doc)
-    target = folder / f"{sid}.json"
     other = _find_duplicate(folder, sid)
     if other:
         raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (same content, id {sid})",
                                 "a run is submitted once; change the report if this is a different run")
+    ledger = _store_ledger(doc, report.parent, folder)     # first: a listed report always has its ledger
+    target = folder / f"{sid}.json"
     if not write_new(target, data):
         raise SubmissionRefused(f"{report.name} refused: duplicate of {target.name} (same content, id {sid})",
                                 "a run is submitted once; change the report if this is a different run")
-    stored = _store_ledger(doc, report.parent, folder) if copy_ledger else None
-    return Submitted(sid, target, tuple(f for f in findings if f.severity != "error"), stored)
+    return Submitted(sid, target, tuple(f for f in findings if f.severity != "error"), ledger)
+
+
+def _inside(folder: Path, rel: str) -> Path | None:
+    """`folder/rel` when it stays inside `folder` (no absolute paths, no `..` escapes), else None."""
+    base = folder.resolve()
+    p = (base / rel).resolve()
+    return p if rel and p != base and p.is_relative_to(base) else None
 
 
 def _store_ledger(doc: dict, report_dir: Path, folder: Path) -> Path | None:
-    """Copy the report's ledger, when it sits beside the report with the declared sha256, into
-    `ledgers/<sha256>.jsonl` (content-addressed: identical ledgers are stored once)."""
-    ref = doc.get("ledger") or {}
-    src = report_dir / str(ref.get("path", ""))
-    sha = ref.get("sha256", "")
-    if not src.is_file() or src.stat().st_size > MAX_LEDGER_BYTES:
-        return None
+    """Copy the report's ledger (already checked by the validator: it exists and its sha256
+    matches) to the same relative path inside the submissions folder."""
+    ref = doc["ledger"]
+    src, dest = _inside(report_dir, ref["path"]), _inside(folder, ref["path"])
+    if src is None or dest is None or not src.is_file():
+        raise SubmissionRefused(f"ledger path {ref['path']!r} does not stay inside the report's folder",
+                                "give ledger.path relative to the report, without '..'")
     data = src.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha:
-        return None
-    (folder / LEDGER_DIR).mkdir(exist_ok=True)
-    dest = folder / LEDGER_DIR / f"{sha}.jsonl"
-    write_new(dest, data)           # already there means the same bytes: nothing to do
+    if hashlib.sha256(data).hexdigest() != ref["sha256"]:      # changed since validation
+        raise SubmissionRefused(f"ledger {ref['path']} changed while submitting", "submit again")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not write_new(dest, data) and dest.read_bytes() != data:
+        raise SubmissionRefused(f"ledger path {ref['path']!r} is taken in the submissions folder by another ledger",
+                                "give the ledger a file name of its own (and ledger.path with it), then submit again")
     return dest
 
 
@@ -212,10 +224,46 @@ class Folder:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def load_submissions(folder: Path, *, check: bool = True) -> Folder:
+def validator_fingerprint() -> str:
+    """Identity of the validator's verdicts: a hash over the code and data they depend on (the
+    validate package, accounting, model specs and catalog, ledger and JSON reading, the schemas).
+    Cached findings are reused only while it is unchanged."""
+    from . import __version__, paths
+
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256(__version__.encode())
+    files = sorted([*(pkg / "validate").rglob("*.py"), *(pkg / "catalog").glob("*.json"),
+                    *(pkg / n for n in ("accounting.py", "modelspec.py", "ledger.py", "jsonstrict.py")
+                      if (pkg / n).is_file()),
+                    *paths.schemas().glob("*.json")])
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _ledger_key(folder: Path, doc: dict) -> str:
+    """What a report's verdict depends on besides its own content: its ledger's bytes."""
+    ref = doc.get("ledger")
+    path = _inside(folder, str(ref.get("path", ""))) if isinstance(ref, dict) else None
+    if path is None or not path.is_file():
+        return "no-ledger"
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = None) -> Folder:
     """Read every `*.json` in `folder` (not recursive; hidden and temp files ignored). A file
     that cannot be read, has error findings (when `check`) or duplicates an earlier one is
-    skipped with its reason; the rest are listed. Never raises for a bad file."""
+    skipped with its reason; the rest are listed. Never raises for a bad file.
+
+    `cache` maps (content id, ledger hash) to findings from an earlier build with the same
+    validator_fingerprint(); it is read and updated in place."""
+    from .validate import Finding
+
     folder = Path(folder)
     if not folder.is_dir():
         raise RaceError(f"submissions folder {folder} does not exist",
@@ -233,19 +281,25 @@ def load_submissions(folder: Path, *, check: bool = True) -> Folder:
             out.skipped.append(Skipped(p.name, "not a report: the document is not a JSON object"))
             continue
         findings: list = []
+        sid = submission_id(doc)
         if check:
-            try:
-                findings = validate(doc, base_dir=None)
-            except RaceError as e:
-                out.skipped.append(Skipped(p.name, e.message))
-                continue
+            key = f"{sid}:{_ledger_key(folder, doc)}"
+            if cache is not None and key in cache:
+                findings = [Finding(**{**f, "file": p.name}) for f in cache[key]]
+            else:
+                try:
+                    findings = [_scrubbed(f, folder) for f in validate(doc, base_dir=folder, file=p.name)]
+                except RaceError as e:
+                    out.skipped.append(Skipped(p.name, e.message))
+                    continue
+                if cache is not None:
+                    cache[key] = [f.to_dict() for f in findings]
             errors = errors_of(findings)
             if errors:
                 shown = "; ".join(describe(f) for f in errors[:3])
                 more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
                 out.skipped.append(Skipped(p.name, f"{len(errors)} error finding(s): {shown}{more}"))
                 continue
-        sid = submission_id(doc)
         if sid in seen:
             out.skipped.append(Skipped(p.name, f"duplicate of {seen[sid]} (same content, id {sid})"))
             continue
@@ -254,36 +308,70 @@ def load_submissions(folder: Path, *, check: bool = True) -> Folder:
     return out
 
 
-def ledger_steps(folder: Path, doc: dict) -> tuple[tuple[list[int], list[dict[str, int]]] | None, str]:
-    """Per-step FLOPs of a submission's ledger when it is stored beside the submissions
-    (`ledgers/<sha256>.jsonl`, or the report's own relative path inside the folder) and its
-    sha256 matches the report; else None and the reason."""
-    from .ledger import LedgerReader
+def _scrubbed(f: Any, folder: Path) -> Any:
+    """A finding with the submissions folder's absolute path cut out of its text: the site must
+    carry no local paths."""
+    import dataclasses
 
+    prefixes = sorted({str(folder.resolve()) + os.sep, str(folder.absolute()) + os.sep}, key=len, reverse=True)
+
+    def cut(text: str) -> str:
+        for p in prefixes:
+            text = text.replace(p, "")
+        return text
+
+    return dataclasses.replace(f, message=cut(f.message), hint=cut(f.hint or ""), file=cut(f.file or ""))
+
+
+def ledger_steps(folder: Path, doc: dict, cache: dict | None = None
+                 ) -> tuple[tuple[list[int], list[dict[str, int]]] | None, str]:
+    """Per-step FLOPs of a submission's ledger, read from the report's relative `ledger.path`
+    inside the submissions folder (never outside it) when its sha256 matches the report; else
+    None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once."""
     ref = doc.get("ledger") or {}
     sha = str(ref.get("sha256", ""))
-    folder = Path(folder).resolve()
-    candidates = [folder / LEDGER_DIR / f"{sha}.jsonl"]
-    own = (folder / str(ref.get("path", ""))).resolve()
-    if own.is_relative_to(folder) and own != folder:   # never read outside the submissions folder
-        candidates.append(own)
-    for path in candidates:
-        if not path.is_file():
+    if cache is not None and sha in cache:
+        return cache[sha]
+    path = _inside(Path(folder), str(ref.get("path", "")))
+    if path is None or not path.is_file():
+        return None, ("the ledger is not available beside the report in the submissions folder "
+                      "(`race submit` stores it there when it sits beside the report)")
+    if path.stat().st_size > MAX_LEDGER_BYTES:
+        return None, "the ledger is larger than the site's limit"
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None, "a ledger file was found but its sha256 does not match the report"
+    # The bytes are the ones the validator checked (same sha256), so a plain parse is enough for
+    # a chart; lines that do not parse (a torn tail) are left out, as the ledger reader does.
+    steps, flops = [], []
+    for line in data.splitlines():
+        try:
+            rec = json.loads(line)
+            f = rec["flops"]
+            point = {"rollout": int(f["rollout"]), "update": int(f["update"]), "reward": int(f["reward"])}
+            step = int(rec["step"])
+        except (ValueError, TypeError, KeyError):
             continue
-        if path.stat().st_size > MAX_LEDGER_BYTES:
-            return None, "the ledger is larger than the site's limit"
-        reader = LedgerReader(path, strict=False)
-        steps, flops = [], []
-        for rec in reader:
-            steps.append(rec["step"])
-            flops.append({k: rec["flops"][k] for k in ("rollout", "update", "reward")})
-        if reader.sha256 != sha:
-            return None, "a ledger file was found but its sha256 does not match the report"
-        if not steps:
-            return None, "the ledger has no complete records"
-        return (steps, flops), ""
-    return None, ("the ledger is not available beside the report in the submissions folder "
-                  f"(expected {LEDGER_DIR}/<sha256>.jsonl; `race submit` stores it when it sits beside the report)")
+        steps.append(step)
+        flops.append(point)
+    result = ((steps, flops), "") if steps else (None, "the ledger has no complete records")
+    if cache is not None:
+        cache[sha] = result
+    return result
+
+
+CACHE_FILE = ".race-validation-cache.json"   # inside the built site; findings keyed by content
+
+
+def _read_cache(path: Path, fingerprint: str) -> dict:
+    """Findings of an earlier build, when it ran the same validator; else an empty cache."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("fingerprint") == fingerprint and isinstance(data.get("findings"), dict):
+            return data["findings"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}
 
 
 def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
@@ -293,7 +381,9 @@ def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
     from . import render
 
     folder, out = Path(folder), Path(out)
-    loaded = load_submissions(folder, check=check)
+    fingerprint = validator_fingerprint() if check else ""
+    cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
+    loaded = load_submissions(folder, check=check, cache=cache)
     entries, skipped = [], [render.Skip(s.name, s.reason) for s in loaded.skipped]
     for s in loaded.submissions:
         try:
@@ -304,6 +394,11 @@ def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
         ledger, note = ledger_steps(folder, s.doc)
         entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
                                         ledger=ledger, ledger_note=note))
-    summary = render.build_site(entries, out, skipped)
+    extra = {}
+    if cache is not None:       # only what this build saw: removed submissions drop out
+        seen = {f"{s.id}:" for s in loaded.submissions}
+        kept = {k: v for k, v in cache.items() if k[:ID_HEX + 1] in seen}
+        extra[CACHE_FILE] = json.dumps({"fingerprint": fingerprint, "findings": kept}, separators=(",", ":"))
+    summary = render.build_site(entries, out, skipped, extra_files=extra)
     summary["skipped_files"] = [(s.name, s.reason) for s in skipped]
     return summary

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -400,23 +401,71 @@ class Skip:
 NAV = (("index.html", "by total FLOPs"), ("allocation.html", "by allocation"), ("frontier.html", "frontier"))
 
 
+SITE_MARKER = ".race-site"   # marks a folder as a built site: only such a folder is ever replaced
+
+
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    # Pages go into a fresh staging folder (see build_site), so plain writes are enough here.
+    with open(path, "w", encoding="utf-8") as f:
         f.write(text)
-    os.replace(tmp, path)
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Replace `out` with the finished `staging` folder: readers see the old site or the new one,
+    never a half-built one. Refuses to replace a folder that is not a built site."""
+    import shutil
+
+    if out.exists():
+        if not out.is_dir() or (any(out.iterdir()) and not (out / SITE_MARKER).is_file()):
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RaceError(f"{out} exists and is not a site built by race",
+                            "choose an empty or new folder for --out")
+        old = out.with_name(f".{out.name}.old-{os.getpid()}-{secrets.token_hex(3)}")
+        os.rename(out, old)
+        os.rename(staging, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(staging, out)
+
+
+def settings_rows(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """A report section flattened to (dotted key, leaf value) pairs, for the settings tables."""
+    if isinstance(value, dict) and value:
+        return [kv for k, v in value.items() for kv in settings_rows(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        return [kv for i, v in enumerate(value) for kv in settings_rows(v, f"{prefix}[{i}]")]
+    return [(prefix, value)]
+
+
+def leaf_text(v: Any) -> str:
+    """How a settings leaf reads: JSON literals for booleans and null, thousands separators for
+    integers, lists joined by commas."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, list):
+        return ", ".join(leaf_text(x) for x in v) if v else "[]"
+    if isinstance(v, dict):
+        return "{}"
+    return str(v)
 
 
 def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] = (),
-               template_dir: str | None = None) -> dict[str, Any]:
+               template_dir: str | None = None, extra_files: dict[str, str] | None = None) -> dict[str, Any]:
     """Write the static site into `out`: index.html (sorted by total FLOPs), allocation.html
     (sorted by update share p), frontier.html and s/<id>.html per submission. Pages use only
     relative links and carry no local paths. Returns a summary: pages written and the main page's
     size in bytes."""
     env = site_env(template_dir)
     css, js = _static(template_dir)
-    out = Path(out)
-    (out / "s").mkdir(parents=True, exist_ok=True)
+    final = Path(out)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    out = final.with_name(f".{final.name}.building-{os.getpid()}-{secrets.token_hex(3)}")
+    (out / "s").mkdir(parents=True)
+    (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
+    for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
+        _write(out / name, text)
     rows = [e.row for e in entries]
     cols = columns(all_score_keys(rows))
     col_index = {c.key: i for i, c in enumerate(cols)}
@@ -453,12 +502,14 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
         phases = [{"name": ph, "flops": totals["flops"][ph], "share": totals["shares"][ph],
                    "tokens": (totals["tokens"]["rollout_prompt"] + totals["tokens"]["rollout_completion"])
                    if ph == "rollout" else totals["tokens"][ph]} for ph in PHASES]
-        sections = [(k, e.doc[k]) for k in ("run", "policy", "adapter", "grpo", "reward", "accounting",
-                                             "budget", "ledger") if k in e.doc]
+        sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
+                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger")
+                    if k in e.doc]
         _write(out / e.row.page, page.render(
             **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
             findings=list(e.findings), chart=chart, ledger_name=e.doc["ledger"]["path"],
             ledger_note=e.ledger_note, sections=sections))
+    _swap_in(out, final)
     return {"pages": 3 + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}
 

@@ -22,6 +22,7 @@ PAYLOADS = (
     "javascript:window.__pwned=3;document.title='pwned'",
     "</title></style></script><svg onload=\"window.__pwned=4\"><a href=\"javascript:window.__pwned=5\">x</a>",
     "<iframe srcdoc=\"<script>parent.__pwned=6</script>\"></iframe>{{ 7*7 }}${7*7}\\begin{x}|a|_b_",
+    "<script>__pwned=7</script>",          # short: fits fields limited to 64 characters
 )
 
 
@@ -123,9 +124,11 @@ def hostile(doc: dict, accept) -> tuple[dict, list[tuple]]:
         if path and path[0] in ("schema_version", "$schema"):
             continue
         old = _get(d, path)
-        set_path(d, path, PAYLOADS[n % len(PAYLOADS)])
-        if accept(d):
-            carried.append(path)
+        for k in range(len(PAYLOADS)):
+            set_path(d, path, PAYLOADS[(n + k) % len(PAYLOADS)])
+            if accept(d):
+                carried.append(path)
+                break
         else:
             set_path(d, path, old)
     return d, carried

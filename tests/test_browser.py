@@ -20,7 +20,7 @@ import pytest
 from suite import leaderboard as lb
 
 from chromium_cdp import Browser, find_chromium
-from leaderboard_docs import PAYLOADS, hostile, valid_examples, variant
+from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, valid_examples, variant
 
 SCORES = (0.12, 0.87, 0.45, 0.66, 0.31, 0.95, 0.08, 0.52)
 
@@ -47,10 +47,6 @@ def browser():
     b.close()
 
 
-def _no_errors(doc: dict) -> bool:
-    return not lb.errors_of(lb.validate(doc, base_dir=None))
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A site built through the validation gate from varied valid reports, two hostile ones and a
@@ -60,9 +56,15 @@ def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser")
     subs, out = root / "submissions", root / "site"
     subs.mkdir()
+    for d in examples:                       # the ledgers the reports are checked against
+        shutil.copy(EXAMPLES / d["ledger"]["path"], subs / d["ledger"]["path"])
+
+    def no_errors(doc: dict) -> bool:
+        return not lb.errors_of(lb.validate(doc, base_dir=subs))
+
     docs = [variant(examples[i % len(examples)], i, score=s) for i, s in enumerate(SCORES)]
-    bad, carried = hostile(examples[0], accept=_no_errors)
-    bad2, _ = hostile(examples[-1], accept=_no_errors)
+    bad, carried = hostile(examples[0], accept=no_errors)
+    bad2, _ = hostile(examples[-1], accept=no_errors)
     for d in (*docs, bad, bad2):
         (subs / f"{lb.submission_id(d)}.json").write_text(json.dumps(d))
     (subs / "broken.json").write_text("{ this is not json")

@@ -115,14 +115,13 @@ def _write_ledger(path: Path, steps: int) -> str:
 
 def test_site_charts_a_ledger_stored_beside_the_submissions(tmp_path):
     subs, site = tmp_path / "subs", tmp_path / "site"
-    (subs / lb.LEDGER_DIR).mkdir(parents=True)
+    subs.mkdir()
     with_ledger, without = made_up_report(run_id="charted", steps=25), made_up_report(run_id="bare")
-    sha = _write_ledger(tmp_path / "ledger.jsonl", 25)
-    with_ledger["ledger"]["sha256"] = sha
-    os.replace(tmp_path / "ledger.jsonl", subs / lb.LEDGER_DIR / f"{sha}.jsonl")
+    sha = _write_ledger(subs / "charted.ledger.jsonl", 25)
+    with_ledger["ledger"].update(path="charted.ledger.jsonl", sha256=sha)
+    without["ledger"]["path"] = "absent.ledger.jsonl"
     mismatched = made_up_report(run_id="wrong-sha")
-    mismatched["ledger"]["sha256"] = "f" * 64
-    (subs / lb.LEDGER_DIR / f"{'f' * 64}.jsonl").write_bytes((subs / lb.LEDGER_DIR / f"{sha}.jsonl").read_bytes())
+    mismatched["ledger"].update(path="charted.ledger.jsonl", sha256="f" * 64)
     for d in (with_ledger, without, mismatched):
         (subs / f"{d['run']['id']}.json").write_text(json.dumps(d))
     summary = lb.build(subs, site, check=False)
@@ -132,3 +131,130 @@ def test_site_charts_a_ledger_stored_beside_the_submissions(tmp_path):
     assert html["charted"].count("<polygon") == 3 and "25 optimizer steps" in html["charted"]
     assert "<polygon" not in html["bare"] and "not available beside the report" in html["bare"]
     assert "<polygon" not in html["wrong-sha"] and "sha256 does not match" in html["wrong-sha"]
+
+
+# ----------------------------------------------------------------------------- through the gate
+
+from leaderboard_docs import EXAMPLES, valid_examples, variant  # noqa: E402
+from suite.cli import main as race  # noqa: E402
+
+
+@pytest.fixture
+def example(tmp_path):
+    """A valid shipped example report with its ledger beside it, copied to a scratch folder."""
+    name, doc = valid_examples()[0]
+    src = tmp_path / "run"
+    src.mkdir()
+    (src / name).write_bytes((EXAMPLES / name).read_bytes())
+    ledger = doc["ledger"]["path"]
+    (src / ledger).write_bytes((EXAMPLES / ledger).read_bytes())
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    return src / name, doc, subs
+
+
+def test_submit_stores_the_report_and_its_ledger(example):
+    report, doc, subs = example
+    done = lb.submit(report, subs)
+    assert done.path == subs / f"{lb.submission_id(doc)}.json"
+    assert done.path.read_bytes() == report.read_bytes()          # the author's bytes, untouched
+    assert done.ledger == (subs / doc["ledger"]["path"]).resolve()
+    assert done.ledger.read_bytes() == (report.parent / doc["ledger"]["path"]).read_bytes()
+
+
+def test_duplicates_are_refused_whatever_their_name(example, tmp_path):
+    report, doc, subs = example
+    lb.submit(report, subs)
+    with pytest.raises(lb.SubmissionRefused, match="duplicate"):
+        lb.submit(report, subs)
+    other = report.parent / "renamed.json"
+    other.write_text(json.dumps(doc, indent=1))                   # same content, other bytes
+    with pytest.raises(lb.SubmissionRefused, match="duplicate"):
+        lb.submit(other, subs)
+    (subs / "by-pr.json").write_text(json.dumps(variant(doc, 1)))  # arrived by pull request
+    with pytest.raises(lb.SubmissionRefused, match="duplicate of by-pr.json"):
+        copy = report.parent / "again.json"
+        copy.write_text(json.dumps(variant(doc, 1)))
+        lb.submit(copy, subs)
+    assert sorted(p.name for p in subs.glob("*.json")) == sorted(["by-pr.json", f"{lb.submission_id(doc)}.json"])
+
+
+def test_error_findings_refuse_the_submission_and_name_them(example, tmp_path, capsys):
+    report, doc, subs = example
+    bad = json.loads(report.read_text())
+    bad["totals"]["flops"]["total"] += 12345                     # the phases no longer sum to it
+    bad["totals"]["flops"]["update"] = -1                        # and a schema error
+    path = report.parent / "bad.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(lb.SubmissionRefused) as e:
+        lb.submit(path, subs)
+    assert "error finding(s)" in e.value.message and "$.totals.flops" in e.value.message
+    assert list(subs.iterdir()) == []                       # nothing written, not even the ledger
+    assert race(["submit", str(path), "--submissions", str(subs)]) == 1
+    err = capsys.readouterr().err
+    assert "refused" in err and "Traceback" not in err
+
+
+def test_cli_exit_codes(example, tmp_path, capsys):
+    report, doc, subs = example
+    assert race(["submit", str(report), "--submissions", str(subs)]) == 0
+    assert lb.submission_id(doc) in capsys.readouterr().out
+    assert race(["submit", str(report), "--submissions", str(subs)]) == 1
+    junk = tmp_path / "junk.json"
+    junk.write_text("{\"a\": 1} trailing")
+    assert race(["submit", str(junk), "--submissions", str(subs)]) == 2
+    assert race(["submit", str(tmp_path / "missing.json"), "--submissions", str(subs)]) == 2
+    assert race(["submit", str(report), "--submissions", str(tmp_path / "nowhere")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_ledger_path_taken_by_another_ledger_is_refused(example):
+    report, doc, subs = example
+    (subs / doc["ledger"]["path"]).write_text("someone else's ledger\n")
+    with pytest.raises(lb.SubmissionRefused, match="taken"):
+        lb.submit(report, subs)
+    assert not list(subs.glob("*.json"))
+
+
+def _submit_in_process(args):
+    report, subs, start = args
+    while time.time() < start:
+        pass
+    try:
+        lb.submit(Path(report), Path(subs))
+        return "ok"
+    except lb.SubmissionRefused as e:
+        return "duplicate" if "duplicate" in e.message else e.message
+
+
+def test_concurrent_submits_of_one_report(example):
+    report, doc, subs = example
+    start = time.time() + 1.0
+    with mp.get_context("fork").Pool(6) as pool:
+        results = pool.map(_submit_in_process, [(str(report), str(subs), start)] * 6)
+    assert sorted(results) == ["duplicate"] * 5 + ["ok"]
+    assert [p.name for p in subs.glob("*.json")] == [f"{lb.submission_id(doc)}.json"]
+    assert not [p for p in subs.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_build_lists_the_valid_and_names_what_it_skipped(example, tmp_path, capsys):
+    report, doc, subs = example
+    lb.submit(report, subs)
+    bad = json.loads(report.read_text())
+    bad["totals"]["update_share"] = 0.999
+    (subs / "inconsistent.json").write_text(json.dumps(bad))
+    (subs / "truncated.json").write_text(report.read_text()[:200])
+    no_ledger = variant(doc, 3)
+    no_ledger["ledger"]["path"] = "not-shipped.ledger.jsonl"
+    (subs / "no-ledger.json").write_text(json.dumps(no_ledger))
+    site = tmp_path / "site"
+    assert race(["leaderboard", "build", "--submissions", str(subs), "--out", str(site)]) == 0
+    captured = capsys.readouterr()
+    assert "1 submission(s) listed, 3 skipped" in captured.out
+    assert "skipped no-ledger.json" in captured.err and "not-shipped.ledger.jsonl" in captured.err
+    assert "skipped inconsistent.json" in captured.err and "skipped truncated.json" in captured.err
+    index = (site / "index.html").read_text()
+    assert "Skipped files (3)" in index and "inconsistent.json" in index and "truncated.json" in index
+    page = (site / "s" / f"{lb.submission_id(doc)}.html").read_text()
+    assert "<polygon" in page and f"{doc['totals']['steps']} optimizer steps" in page
+    assert str(tmp_path) not in index and str(tmp_path) not in page
