@@ -583,10 +583,7 @@ def render_table(rows: Sequence[Row], fmt: str) -> str:
         raise RaceError(f"unknown table format {fmt!r}", f"choose one of {', '.join(TABLE_FORMATS)}")
     keys = all_score_keys(rows)
     if fmt == "json":
-        return json.dumps({"columns": ["run", "model", "params", "reward_system", "reward_kind", "adapter",
-                                       "lora_rank", "group_size", "steps", "flops", "shares", "update_share",
-                                       "tokens", "accounting", "attention", "scores"],
-                           "rows": [table_record(r) for r in rows]}, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps({"rows": [table_record(r) for r in rows]}, indent=2, ensure_ascii=False) + "\n"
     template = "table.tex.j2" if fmt == "latex" else "table.md.j2"
     conventions = list(dict.fromkeys(f"{r.accounting}, {r.attention} attention" for r in rows))
     return _table_env(fmt).get_template(template).render(rows=rows, score_keys=keys, version=__version__,
@@ -601,3 +598,37 @@ def table_record(r: Row) -> dict[str, Any]:
             "flops": r.flops, "shares": r.shares, "update_share": r.update_share, "tokens": r.tokens,
             "accounting": r.accounting, "attention": r.attention, "budget_band": r.budget_band,
             "scores": r.scores}
+
+
+def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: bool = True) -> str:
+    """`race report --format markdown|latex|json REPORT...`: the paper table of report files, in
+    the order given. Each report is read strictly and, when `check`, must pass `race validate`
+    (its ledger checked beside it) without error findings: a paper prints only checked numbers."""
+    from . import jsonstrict
+
+    if fmt not in TABLE_FORMATS:
+        raise RaceError(f"unknown table format {fmt!r}", f"choose one of {', '.join(TABLE_FORMATS)}")
+    if not paths:
+        raise RaceError("no report given", "pass one or more report JSON files")
+    docs = []
+    for p in map(Path, paths):
+        try:
+            doc = jsonstrict.load(p)
+        except OSError as e:
+            raise RaceError(f"cannot read {p}: {e.strerror or e}", "check the path") from None
+        except jsonstrict.JSONInputError as e:
+            raise RaceError(f"{p}: {e.message}", e.hint) from None
+        if check:
+            from .validate import validate_report
+
+            errors = [f for f in validate_report(doc, base_dir=p.parent, file=p.name) if f.severity == "error"]
+            if errors:
+                shown = "; ".join(f"{f.rule_id} at {f.path}: {f.message}" for f in errors[:3])
+                raise RaceError(f"{p} has {len(errors)} error finding(s): {shown}",
+                                f"fix them (race validate {p}) before putting its numbers in a paper")
+        try:
+            docs.append((p.stem, doc))
+            row_from_report(doc, id=p.stem)
+        except (KeyError, TypeError, AttributeError):
+            raise RaceError(f"{p} is not a report v1 document", f"check it with race validate {p}") from None
+    return render_table(table_rows(docs), fmt)

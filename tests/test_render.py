@@ -218,3 +218,26 @@ def test_every_string_field_is_reachable_by_hostile():
     assert {p for p, _ in string_paths(bad)} - {("schema_version",)} == set(carried)
     assert {p for p, _ in string_paths(d)} - {("schema_version",)} < set(carried)
     assert {("run", "notes"), ("run", "label"), ("grpo", "loss_type")} <= set(carried)
+
+
+def test_tables_from_checked_report_files(tmp_path):
+    from leaderboard_docs import EXAMPLES
+
+    files = sorted(str(p) for p in EXAMPLES.glob("*.json"))
+    md = render.table_from_files(files, "markdown")
+    assert sum(ln.startswith("| ") for ln in md.splitlines()) == 1 + len(files)   # header + a row each
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    rows = json.loads(render.table_from_files(files, "json"))["rows"]
+    assert [r["flops"] for r in rows] == [d["totals"]["flops"] for d in docs]
+    assert [r["update_share"] for r in rows] == [d["totals"]["update_share"] for d in docs]
+    # A report with error findings never makes it into a paper table; neither does junk.
+    bad = docs[0]
+    bad["totals"]["flops"]["total"] += 1
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(RaceError, match="error finding"):
+        render.table_from_files([str(tmp_path / "bad.json")], "latex")
+    (tmp_path / "junk.json").write_text("[1, 2")
+    with pytest.raises(RaceError, match="not JSON"):
+        render.table_from_files([str(tmp_path / "junk.json")], "markdown")
+    with pytest.raises(RaceError, match="cannot read"):
+        render.table_from_files([str(tmp_path / "missing.json")], "markdown")
