@@ -247,6 +247,7 @@ MUTATIONS = {
     "duplicate-step": ("ARITH-005", True, _dup_step, lambda d: True),
     "ledger-hash": ("ARITH-006", True, _hash, lambda d: True),
     "tokens": ("ARITH-004", True, _tokens, lambda d: True),
+    "tokens-vs-work": ("ARITH-008", False, _tokens, lambda d: True),
 }
 
 

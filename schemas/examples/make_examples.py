@@ -157,6 +157,8 @@ def invalid_cases(valid: dict[str, dict]):
     yield "ledger-sha256", mut(sparse, setp(("ledger", "sha256"), "0" * 64)), ["ARITH-006"]
     yield "record-count", mut(sparse, both(setp(("ledger", "records"), sparse["ledger"]["records"] + 1),
                                           setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), ["ARITH-007"]
+    yield "tokens-vs-work", mut(sparse, setp(("totals", "tokens", "rollout_completion"),
+                                              sparse["totals"]["tokens"]["rollout_completion"] + 1)), ["ARITH-008", "ARITH-004"]
     yield "ledger-missing", mut(sparse, setp(("ledger", "path"), "no-such-ledger.jsonl")), ["LEDGER-003"]
     yield "ledger-escapes", mut(sparse, setp(("ledger", "path"), "../valid/" + sparse["ledger"]["path"])), ["LEDGER-003"]
 

@@ -122,3 +122,21 @@ def record_count(ctx) -> Iterable[Issue]:
     if ctx.doc["totals"]["steps"] != n:
         yield Issue("$.totals.steps", f"steps {ctx.doc['totals']['steps']:,} but the ledger holds {n:,} step records",
                     "one ledger record per optimizer step; rebuild the report")
+
+
+@rule("ARITH-008", title="token totals disagree with the work statistics", requires=("totals",))
+def tokens_vs_work(ctx) -> Iterable[Issue]:
+    """When `totals.work` carries suite.accounting's plain token counts (`count.*`), the
+    report's `totals.tokens` must equal them (suite.accounting.tokens_from_work): the tokens a
+    reader sees and the tokens the FLOPs were priced from are the same tokens."""
+    work = ctx.doc["totals"]["work"]
+    if not any(k.startswith("count.") for k in work):
+        return
+    from ..accounting import tokens_from_work
+
+    want = tokens_from_work(work)
+    for k in TOKEN_KEYS:
+        got = ctx.doc["totals"]["tokens"][k]
+        if got != want[k]:
+            yield Issue(f"$.totals.tokens.{k}", f"{k} tokens {got:,} but the work statistics count {want[k]:,}",
+                        "take tokens from the same step statistics as the FLOPs (suite.accounting.tokens_from_work)")
