@@ -258,3 +258,35 @@ def test_build_lists_the_valid_and_names_what_it_skipped(example, tmp_path, caps
     page = (site / "s" / f"{lb.submission_id(doc)}.html").read_text()
     assert "<polygon" in page and f"{doc['totals']['steps']} optimizer steps" in page
     assert str(tmp_path) not in index and str(tmp_path) not in page
+
+
+def test_rebuild_reuses_findings_only_for_unchanged_bytes(example, tmp_path):
+    report, doc, subs = example
+    lb.submit(report, subs)
+    site = tmp_path / "site"
+    assert lb.build(subs, site)["listed"] == 1
+    cache = json.loads((site / lb.CACHE_FILE).read_text())
+    assert cache["fingerprint"] == lb.validator_fingerprint()
+    assert list(cache["findings"]) == [f"{lb.submission_id(doc)}:{doc['ledger']['sha256']}"]
+    # The ledger is swapped for other bytes: the cached verdict must not be reused.
+    ledger = subs / doc["ledger"]["path"]
+    ledger.write_bytes(ledger.read_bytes() + b"\n")
+    again = lb.build(subs, site)
+    assert again["listed"] == 0 and "sha256" in again["skipped_files"][0][1]
+
+
+def test_out_must_be_new_empty_or_a_built_site(example, tmp_path, capsys):
+    report, doc, subs = example
+    lb.submit(report, subs)
+    precious = tmp_path / "docs"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    assert race(["leaderboard", "build", "--submissions", str(subs), "--out", str(precious)]) == 2
+    assert "not a site built by race" in capsys.readouterr().err
+    assert [p.name for p in precious.iterdir()] == ["thesis.tex"]
+    assert not [p for p in tmp_path.iterdir() if ".building-" in p.name]      # staging removed
+    site = tmp_path / "site"
+    for _ in range(2):                                                        # new, then a rebuild
+        assert race(["leaderboard", "build", "--submissions", str(subs), "--out", str(site)]) == 0
+    assert (site / "index.html").is_file() and len(list((site / "s").iterdir())) == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]     # no old/staging left
