@@ -157,6 +157,10 @@ def test_phase_chart_stacks_the_phases():
     # The top of the stack reaches the chart's top at the tallest step (160 FLOPs).
     top_ys = [float(pt.split(",")[1]) for pt in c["layers"][2]["points"].split()[:10]]
     assert min(top_ys) == c["top"]
+    one = render.phase_chart([7], [{"rollout": 5, "update": 5, "reward": 0}])
+    assert one["steps"] == 1 and len(one["layers"][0]["points"].split()) == 4      # a bar
+    zero = render.phase_chart([1, 2], [{"rollout": 0, "update": 0, "reward": 0}] * 2)
+    assert all(float(pt.split(",")[1]) == zero["bottom"] for pt in zero["layers"][2]["points"].split())
     long = render.phase_chart(list(range(1, 10001)), [{"rollout": 1, "update": 1, "reward": 0}] * 10000)
     assert long["binned"] and len(long["layers"][0]["points"].split()) <= 2 * 400
 
