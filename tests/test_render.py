@@ -245,3 +245,18 @@ def test_tables_from_checked_report_files(tmp_path):
         render.table_from_files([str(tmp_path / "junk.json")], "markdown")
     with pytest.raises(RaceError, match="cannot read"):
         render.table_from_files([str(tmp_path / "missing.json")], "markdown")
+
+
+def test_race_report_prints_the_paper_table(capsys, tmp_path):
+    from suite.cli import main as race
+
+    from leaderboard_docs import EXAMPLES
+
+    files = sorted(str(p) for p in EXAMPLES.glob("*.json"))
+    assert race(["report", "--format", "markdown", *files]) == 0
+    out = capsys.readouterr().out
+    assert sum(ln.startswith("| ") for ln in out.splitlines()) == 1 + len(files)
+    assert race(["report", "--format", "latex", files[0], "-o", str(tmp_path / "t.tex")]) == 0
+    assert r"\begin{tabular}" in (tmp_path / "t.tex").read_text()
+    assert race(["report", "--format", "json", str(tmp_path / "missing.json")]) == 2
+    assert "Traceback" not in capsys.readouterr().err

@@ -30,12 +30,29 @@ def _json(report: dict) -> str:
     return json.dumps(report, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
-@command("report", help="Build a compute-allocation report (v1 JSON) from a ledger and its run spec.")
+def _table(fmt: str):
+    # The paper table (suite.render) of the one report just built.
+    def render(report: dict) -> str:
+        from ..render import render_table, row_from_report
+
+        return render_table([row_from_report(report, id=report["run"]["id"])], fmt)
+
+    return render
+
+
+output_format("markdown")(_table("markdown"))
+output_format("latex")(_table("latex"))
+
+
+@command("report", help="Build a compute-allocation report (v1 JSON) from a ledger and its run spec; or, given "
+                        "report files, print the compute-allocation table a paper should include.")
 def configure(p):
-    p.add_argument("ledger", metavar="LEDGER", help="the run's ledger.jsonl (one record per optimizer step)")
-    p.add_argument("--spec", required=True, metavar="SPEC",
+    p.add_argument("ledger", nargs="+", metavar="LEDGER|REPORT",
+                   help="with --spec: the run's ledger.jsonl (one record per optimizer step); without --spec: one "
+                        "or more report JSON files, each checked by race validate, printed as one table")
+    p.add_argument("--spec", metavar="SPEC", default=None,
                    help="run spec, YAML or JSON: policy, adapter, grpo, reward, engine, accounting, budget, label, "
-                        "seed (docs/report.md)")
+                        "seed (docs/report.md); required to build a report from a ledger")
     p.add_argument("--output", "-o", metavar="FILE", default=None,
                    help="write the report to FILE atomically (default: standard output); the ledger path in the "
                         "report is relative to FILE's folder")
@@ -45,7 +62,9 @@ def configure(p):
     p.add_argument("--created", metavar="DATETIME", default=None,
                    help="creation time to record (RFC 3339; default now), for reproducible reports")
     p.add_argument("--format", choices=sorted(FORMATS) or ["json"], default="json",
-                   help="output format (json: the report v1 document)")
+                   help="output format. From a ledger: json is the report v1 document, markdown/latex its table row. "
+                        "From report files: the table (total FLOPs and its split, p, tokens per phase, model size, "
+                        "reward system, accounting convention, scores) as markdown, latex or json")
     return run
 
 
@@ -76,8 +95,20 @@ def run(args) -> int:
 
     from ..report import build_report, load_run_spec, write_text_atomic
 
-    spec = load_run_spec(args.spec)
     out = Path(args.output) if args.output else None
+    if args.spec is None:           # report files in: the paper table out (suite.render)
+        from ..render import table_from_files
+
+        text = table_from_files(args.ledger, args.format)
+        if out:
+            write_text_atomic(out, text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    if len(args.ledger) != 1:
+        raise RaceError("--spec builds one report from one ledger", "pass a single LEDGER with --spec")
+    args.ledger = args.ledger[0]
+    spec = load_run_spec(args.spec)
     evaluations = _read_evaluations(args.evaluations) if args.evaluations else None
     if args.created is not None:
         from rfc3339_validator import validate_rfc3339
