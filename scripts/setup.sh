@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One-step set-up on a fresh machine: a venv in .venv with the suite installed from this checkout.
+#   bash scripts/setup.sh          the suite (enough for `race quickstart`)
+#   bash scripts/setup.sh --test   plus what the tests need: pytest extras, Ray, verl's config
+#                                  (for composing launch overrides) and Debian's chromium (browser test)
+# Every pip call passes constraints.txt: it pins the CPU torch on disk and the engine versions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || python3 -m venv .venv
+pip() { .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt "$@" 2>&1 | grep -v "is ignored: it is neither" || true; }
+if [ "${1:-}" = "--test" ]; then
+    pip -e '.[test,ray,verl]'
+    # verl's own dependency pins clash with ours (transformers<5.11); only its packaged config is used.
+    pip --no-deps verl==0.9.1
+    bash scripts/install-browser.sh
+else
+    pip -e .
+fi
+.venv/bin/python -c "import suite, torch, trl, peft, lm_eval" || { echo "setup: install failed" >&2; exit 1; }
