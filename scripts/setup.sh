@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
-pip() { .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt "$@" 2>&1 | grep -v "is ignored: it is neither" || true; }
+# (this machine's pip.conf names index folders that may be absent: drop those warnings only)
+pip() { .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
 if [ "${1:-}" = "--test" ]; then
     pip -e '.[test,ray,verl]'
     # verl's own dependency pins clash with ours (transformers<5.11); only its packaged config is used.
