@@ -90,28 +90,19 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH) -> Any:
     else:
         text = data
     try:
-        obj, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
+        obj = _DECODER.decode(text)
     except RecursionError:
         raise JSONInputError("depth", f"nesting deeper than the parser allows (limit {max_depth})",
                              "flatten the document") from None
     except json.JSONDecodeError as e:
+        if e.msg == "Extra data":
+            raise JSONInputError("syntax", f"trailing data after the JSON document at line {e.lineno} column {e.colno}",
+                                 "a report holds exactly one JSON document; ledgers use .jsonl") from None
         raise JSONInputError("syntax", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}",
                              "check the file is one JSON document") from None
-    end = _skip_ws(text, end)
-    if end != len(text):
-        line = text.count("\n", 0, end) + 1
-        raise JSONInputError("syntax", f"trailing data after the JSON document at line {line}",
-                             "a report holds exactly one JSON document; ledgers use .jsonl")
     if max_depth is not None and depth(obj) > max_depth:
         raise JSONInputError("depth", f"nesting deeper than {max_depth} levels", "flatten the document")
     return obj
-
-
-def _skip_ws(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and text[i] in " \t\r\n":
-        i += 1
-    return i
 
 
 def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
