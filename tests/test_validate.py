@@ -258,3 +258,15 @@ def test_mutating_a_report_never_crashes_on_wrong_types():
                 assert f == []  # a report may come before any evaluation
                 continue
             assert f and "INTERNAL-001" not in {x.rule_id for x in f}, (path, value)
+
+
+def test_folder_walk_skips_other_documents_and_reports_each_finding_once(report_dir):
+    (report_dir / "comparison.json").write_text(json.dumps({"ours": {"update": 1}, "verl": 2}))
+    (report_dir / "sub").mkdir()
+    (report_dir / "sub" / "broken.json").write_text("{")
+    led = report_dir / _doc()["ledger"]["path"]
+    with open(led, "ab") as f:
+        f.write(b'{"step": 41')
+    f = validate_path(report_dir)
+    assert sorted(x.rule_id for x in f) == ["ARITH-006", "INPUT-004", "LEDGER-001"]
+    assert validate_path(report_dir / "comparison.json")[0].rule_id == "SCHEMA-001"  # named explicitly: checked

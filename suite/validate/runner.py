@@ -81,8 +81,18 @@ def validate_bytes(data: bytes, *, file: str = "-", base_dir: Path | None = None
     return validate_report(doc, base_dir=base_dir, file=file)
 
 
-def validate_file(path: Path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES) -> list[Finding]:
-    """Validate one file: .jsonl as a ledger, anything else as a report."""
+REPORT_KEYS = frozenset({"schema_version", "run", "policy", "totals", "ledger"})
+
+
+def looks_like_other_document(doc) -> bool:
+    """True for a JSON object that is plainly not a report (no report key at all, e.g. a
+    comparison.json or race.json beside a run): skipped when walking a folder."""
+    return isinstance(doc, dict) and not (doc.keys() & REPORT_KEYS)
+
+
+def validate_file(path: Path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES, in_folder: bool = False) -> list[Finding]:
+    """Validate one file: .jsonl as a ledger, anything else as a report. In a folder walk,
+    JSON objects without any report key are other documents and skipped."""
     file = _display(path)
     if path.suffix in LEDGER_SUFFIXES:
         return validate_ledger(path, file=file)
@@ -92,6 +102,8 @@ def validate_file(path: Path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES)
         return [_input_finding(file, e)]
     except OSError as e:
         return [Finding("INPUT-001", "error", file, "$", f"cannot read: {e.strerror or e}", "check the path and its permissions")]
+    if in_folder and looks_like_other_document(doc):
+        return []
     return validate_report(doc, base_dir=path.parent, file=file)
 
 
@@ -123,8 +135,8 @@ def validate_path(path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES, stdin
     if path.is_dir():
         findings: list[Finding] = []
         for f in iter_folder(path):
-            findings += validate_file(f, max_bytes=max_bytes)
-        return findings
+            findings += validate_file(f, max_bytes=max_bytes, in_folder=True)
+        return list(dict.fromkeys(findings))  # a ledger is seen alone and through its report: once
     if not path.exists():
         return [Finding("INPUT-001", "error", _display(path), "$", "no such file or folder", "check the path")]
     if not path.is_file():
