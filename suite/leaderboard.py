@@ -272,6 +272,9 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
     for p in sorted(folder.iterdir()):
         if p.name.startswith(".") or p.suffix != ".json" or not p.is_file():
             continue
+        if p.is_symlink():          # a link could point anywhere on the builder's machine
+            out.skipped.append(Skipped(p.name, "a symbolic link, not a file: submissions are plain files"))
+            continue
         try:
             _, doc = read_report(p)
         except RaceError as e:

@@ -421,11 +421,20 @@ def _swap_in(staging: Path, out: Path) -> None:
             raise RaceError(f"{out} exists and is not a site built by race",
                             "choose an empty or new folder for --out")
         old = out.with_name(f".{out.name}.old-{os.getpid()}-{secrets.token_hex(3)}")
-        os.rename(out, old)
-        os.rename(staging, out)
+        try:
+            os.rename(out, old)
+            os.rename(staging, out)
+        except OSError:             # a concurrent build moved or recreated `out` meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+            raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
         shutil.rmtree(old, ignore_errors=True)
     else:
-        os.rename(staging, out)
+        try:
+            os.rename(staging, out)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RaceError(f"another build created {out} at the same time", "run the build again") from None
 
 
 def settings_rows(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

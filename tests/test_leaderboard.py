@@ -79,10 +79,12 @@ def test_folder_loading_skips_what_it_cannot_read(tmp_path):
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "notes.txt").write_text("ignored")
     (tmp_path / ".good.json.123.tmp").write_text("half")
+    (tmp_path / "link.json").symlink_to(tmp_path / "good.json")
     loaded = lb.load_submissions(tmp_path, check=False)
     assert [s.filename for s in loaded.submissions] == ["copy.json"]
     reasons = {s.name: s.reason for s in loaded.skipped}
-    assert set(reasons) == {"broken.json", "nan.json", "list.json", "good.json"}
+    assert set(reasons) == {"broken.json", "nan.json", "list.json", "good.json", "link.json"}
+    assert "symbolic link" in reasons["link.json"]
     assert "duplicate of copy.json" in reasons["good.json"]
     assert "NaN" in reasons["nan.json"] or "nan" in reasons["nan.json"].lower()
 
@@ -290,3 +292,28 @@ def test_out_must_be_new_empty_or_a_built_site(example, tmp_path, capsys):
         assert race(["leaderboard", "build", "--submissions", str(subs), "--out", str(site)]) == 0
     assert (site / "index.html").is_file() and len(list((site / "s").iterdir())) == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]     # no old/staging left
+
+
+def _build_in_process(args):
+    subs, out, start = args
+    while time.time() < start:
+        pass
+    try:
+        lb.build(Path(subs), Path(out), check=False)
+        return "ok"
+    except RaceError as e:
+        return e.message
+
+
+def test_concurrent_builds_leave_one_whole_site(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "site"
+    subs.mkdir()
+    for i in range(20):
+        (subs / f"r{i}.json").write_text(json.dumps(made_up_report(run_id=f"r{i}", total=10 ** 17 + i)))
+    start = time.time() + 1.0
+    with mp.get_context("fork").Pool(3) as pool:
+        results = pool.map(_build_in_process, [(str(subs), str(out), start)] * 3)
+    assert "ok" in results
+    assert all(r == "ok" or "at the same time" in r for r in results)
+    assert len(list((out / "s").glob("*.html"))) == 20 and (out / "index.html").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
