@@ -323,20 +323,30 @@ def budget_tag(flops: int) -> str:
 
 def expand(g: Grid, *, check_paths: bool = True) -> list[GridCell]:
     """Every cell: models x budgets x rewards x allocations x seeds, in that order."""
+    from dataclasses import replace
+
     from .cell import cell_from_dict
 
     base = Path(g.base) if g.base else None
-    out = []
+    # One checked CellSpec per model x reward x allocation; budgets and seeds (checked by
+    # grid_from_dict) only change fields no other check depends on.
+    specs = {}
     for model, policy in g.models.items():
+        for rname, reward in g.rewards.items():
+            for label, knobs in g.allocations.items():
+                d = {**g.cell, **knobs, "policy": policy, "reward": dict(reward),
+                     "budget_flops": g.budgets[0], "seed": g.seeds[0], "label": label}
+                specs[model, rname, label] = cell_from_dict(d, name=f"{model}-{rname}-{label}", base=base,
+                                                            source=g.source, check_paths=check_paths)
+    out = []
+    for model in g.models:
         for budget in g.budgets:
             band = (math.floor(budget * (1 - g.band)), budget)
-            for rname, reward in g.rewards.items():
-                for label, knobs in g.allocations.items():
+            for rname in g.rewards:
+                for label in g.allocations:
                     for seed in g.seeds:
                         cid = f"{model}-{budget_tag(budget)}-{rname}-{label}-s{seed}"
-                        d = {**g.cell, **knobs, "policy": policy, "reward": dict(reward),
-                             "budget_flops": budget, "seed": seed, "label": label}
-                        spec = cell_from_dict(d, name=cid, base=base, source=g.source, check_paths=check_paths)
+                        spec = replace(specs[model, rname, label], name=cid, budget_flops=budget, seed=seed)
                         out.append(GridCell(cid, model, budget, band, rname, label, seed, spec))
     return out
 
@@ -408,23 +418,29 @@ def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats]
 
     specs: dict[str, Any] = {}
     rewards: dict = {}
+    costs: dict[tuple, tuple[int, dict]] = {}  # seeds and budgets share a step's cost: compute it once
     planned, misses = [], []
     for c in cells:
         s = c.spec
-        policy = specs.get(s.policy) or specs.setdefault(s.policy, load_spec(s.policy))
-        reward_model = _reward_model(s, rewards)
-        st = stats[_stats_key(s)]
         adapter, settings = s.adapter(), s.settings()
-        bound = step_bound(policy, adapter, settings, max_prompt_tokens=st.longest, engine=engine,
-                           attention=s.attention, reward_model=reward_model)
-        exp = step_flops(policy, adapter, settings, st.mean, s.max_completion_tokens, engine, s.attention,
-                         reward_model)
-        per_step = sum(exp.flops.values())
+        key = (s.policy, adapter, settings, s.attention, _stats_key(s), s.reward.system,
+               tuple(sorted((k, str(v)) for k, v in s.reward.options.items())))
+        if key not in costs:
+            policy = specs.get(s.policy) or specs.setdefault(s.policy, load_spec(s.policy))
+            reward_model = _reward_model(s, rewards)
+            st = stats[_stats_key(s)]
+            bound = step_bound(policy, adapter, settings, max_prompt_tokens=st.longest, engine=engine,
+                               attention=s.attention, reward_model=reward_model)
+            exp = step_flops(policy, adapter, settings, st.mean, s.max_completion_tokens, engine, s.attention,
+                             reward_model)
+            costs[key] = (bound, dict(exp.flops))
+        bound, flops = costs[key]
+        per_step = sum(flops.values())
         low, high = c.band
         if bound > high - low:
             misses.append((c, bound))
         steps = (c.budget // per_step) * s.num_iterations
-        planned.append(PlannedCell(c, bound, dict(exp.flops), steps, c.budget // bound))
+        planned.append(PlannedCell(c, bound, flops, steps, c.budget // bound))
     if misses:
         names = ", ".join(f"{c.id} (one step up to {b:.3g} FLOPs, band width {c.band[1] - c.band[0]:.3g})"
                           for c, b in misses[:6])

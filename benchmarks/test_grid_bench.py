@@ -1,0 +1,56 @@
+"""Planning speed: a 1,000-cell grid (the paper's Qwen2.5 sizes, rule and PRM rewards, five
+allocations, five seeds, five budgets) expands and plans in well under a second."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from suite import grid
+from suite.paths import home
+
+ALLOCATIONS = {"a60": {"lora_rank": 8, "mu": 1}, "a100": {"lora_rank": 32, "mu": 1},
+               "a140": {"lora_rank": 64, "mu": 2}, "a180": {"lora_rank": 128, "mu": 2},
+               "a220": {"lora_rank": 256, "mu": 4}}
+
+
+@pytest.fixture(scope="module")
+def thousand(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bench")
+    catalog = home() / "suite" / "catalog"
+    for name in ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct",
+                 "Qwen2.5-Math-PRM-7B"):
+        (d / name).mkdir()
+        shutil.copy(catalog / f"{name}.json", d / name / "config.json")
+    (d / "polaris.jsonl").write_text('{"question": "1+1", "answer": "2"}\n')
+    g = grid.grid_from_dict({
+        "cell": {"dataset": str(d / "polaris.jsonl"), "group_size": 2, "prompts_per_step": 64,
+                 "max_completion_tokens": 2048},
+        "models": {n.split("-")[1]: str(d / n) for n in ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct",
+                                                        "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct")},
+        "budgets": [1e19, 2e19, 4e19, 8e19, 1.6e20], "band": 0.25, "allocations": ALLOCATIONS,
+        "rewards": {"sparse": "sparse", "prm": {"system": "prm", "model_path": str(d / "Qwen2.5-Math-PRM-7B")}},
+        "seeds": [0, 1, 2, 3, 4], "eval": {"targets": ["gsm8k-250", "math500-250"]}}, name="bench")
+    return g
+
+
+def test_plan_1000_cells(benchmark, thousand):
+    stats = {}
+
+    def expand_and_plan():
+        cells = grid.expand(thousand)
+        for c in cells:  # prompt lengths of Polaris-like prompts, measured once per dataset in real use
+            stats.setdefault(grid._stats_key(c.spec), grid.PromptStats(longest=320, mean=140.0))
+        return grid.plan(cells, stats)
+
+    t0 = time.perf_counter()
+    planned = benchmark(expand_and_plan)
+    assert len(planned) == 1000
+    assert benchmark.stats.stats.mean < 1.0, f"planning 1,000 cells took {benchmark.stats.stats.mean:.2f} s"
+    # Larger models buy fewer steps in the same band; every cell is in its band's bound.
+    by_model = {pc.cell.model: pc.steps for pc in planned if pc.cell.allocation == "a100" and pc.cell.budget == 1e19
+                and pc.cell.reward == "sparse"}
+    assert by_model["0.5B"] > by_model["1.5B"] > by_model["3B"] > by_model["7B"] > 0
+    assert time.perf_counter() - t0 < 60
