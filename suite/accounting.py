@@ -276,9 +276,14 @@ class VerlProfile(EngineProfile):
                    "log-prob passes project every position (logits over the unpadded sequence); the old-policy "
                    "log-prob forward runs every step (rollout_correction.bypass_mode off)")
     lm_head_train = "all"
+    # fsdp_workers: gradient_checkpointing_enable(use_reentrant=False) -> torch's early stop
+    checkpoint_early_stop = True
 
     def old_policy_pass(self, s: GRPOSettings) -> bool:
         return True  # ray_trainer recomputes old_log_probs each step unless bypass_mode
+
+    def layer0_input_grad(self, adapter: Adapter, s: GRPOSettings) -> bool:
+        return True  # fsdp_workers calls enable_input_require_grads() for every LoRA actor
 
 
 def get_engine(name: str) -> EngineProfile:
