@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Sequence
 
-from .accounting import PROJECTIONS, Adapter
+from .accounting import Adapter
 from .modelspec import ModelSpec
 
 
@@ -193,4 +193,4 @@ def measure_generate(model, prompt_lengths: Sequence[int], completion_lengths: S
 
 
 __all__ = ["flop_counter", "build_model", "add_lora", "measure_forward", "measure_train_pass",
-           "measure_generate", "PROJECTIONS"]
+           "measure_generate"]
