@@ -261,25 +261,26 @@ def phase_chart(steps: Sequence[int], per_step: Sequence[dict[str, int]], max_po
         stacks.append([sum(r[ph] for r in chunk) / len(chunk) for ph in PHASES])
     ymax = max((sum(s) for s in stacks), default=0) or 1
     x0, x1 = (xs[0], xs[-1]) if xs else (0, 1)
-    span = (x1 - x0) or 1
+    sx, sy = (right - left) / ((x1 - x0) or 1), (bottom - top) / ymax
 
     def X(x):
-        return round(left + (x - x0) / span * (right - left), 2) if n > 1 else (left + right) / 2
+        return round(left + (x - x0) * sx, 1)
 
     def Y(y):
-        return round(bottom - y / ymax * (bottom - top), 2)
+        return round(bottom - y * sy, 1)
 
+    # x positions are shared by every layer: format them once (long ledgers make many charts).
+    px = [f"{X(x):g}" for x in xs] if n > 1 else [f"{left}", f"{right}"]
     layers, base = [], [0.0] * len(stacks)
     for j, ph in enumerate(PHASES):
-        topline = [b + s[j] for b, s in zip(base, stacks)]
+        topline = [b + st[j] for b, st in zip(base, stacks)]
         if n == 1:  # one step: a bar, not a line
-            pts = [(left, base[0]), (right, base[0]), (right, topline[0]), (left, topline[0])]
-        else:
-            pts = [(x, t) for x, t in zip(xs, topline)] + [(x, b) for x, b in reversed(list(zip(xs, base)))]
-        layers.append({"phase": ph, "color": PHASE_COLORS[ph],
-                       "total": sum(r[ph] for r in per_step),
-                       "points": " ".join(f"{X(x) if n > 1 else x},{Y(y)}" for x, y in pts)})
-        base = topline
+            topline, base = topline * 2, base * 2
+        upper = [f"{a},{Y(t):g}" for a, t in zip(px, topline)]
+        lower = [f"{a},{Y(b):g}" for a, b in zip(px, base)]
+        layers.append({"phase": ph, "color": PHASE_COLORS[ph], "total": sum(r[ph] for r in per_step),
+                       "points": " ".join(upper + lower[::-1])})
+        base = topline[:len(stacks)]
     yticks = [{"pos": Y(v), "label": sci(v, 2)} for v in _ticks(0, ymax)]
     xticks = [{"pos": X(v), "label": f"{v:g}"} for v in _ticks(x0, x1)] if n > 1 else \
         [{"pos": (left + right) / 2, "label": str(steps[0])}]
