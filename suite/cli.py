@@ -71,4 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Commands register into `suite.cli`, not into this `__main__` copy of it.
+    from suite.cli import main as _main
+
+    sys.exit(_main())
