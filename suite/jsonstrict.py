@@ -94,12 +94,17 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH) -> Any:
     except RecursionError:
         raise JSONInputError("depth", f"nesting deeper than the parser allows (limit {max_depth})",
                              "flatten the document") from None
+    except JSONInputError:
+        raise
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":
             raise JSONInputError("syntax", f"trailing data after the JSON document at line {e.lineno} column {e.colno}",
                                  "a report holds exactly one JSON document; ledgers use .jsonl") from None
         raise JSONInputError("syntax", f"not JSON: {e.msg} at line {e.lineno} column {e.colno}",
                              "check the file is one JSON document") from None
+    except ValueError as e:  # an integer beyond Python's 4,300-digit conversion limit
+        raise JSONInputError("nan", f"number out of range: {str(e).split(';')[0]}",
+                             "counts and FLOPs are far below 10^30") from None
     if max_depth is not None and depth(obj) > max_depth:
         raise JSONInputError("depth", f"nesting deeper than {max_depth} levels", "flatten the document")
     return obj

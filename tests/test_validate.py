@@ -159,6 +159,7 @@ HOSTILE = {
     "nan": (b'{"a": NaN}', "INPUT-005"),
     "inf": (b'{"a": -Infinity}', "INPUT-005"),
     "overflow": (b'{"a": 1e400}', "INPUT-005"),
+    "huge-int": (b'{"a": ' + b"9" * 5000 + b"}", "INPUT-005"),
     "dup": (b'{"a": 1, "b": {"c": 1, "c": 2}}', "INPUT-006"),
     "deep-array": (b"[" * 100_000 + b"]" * 100_000, "INPUT-007"),
     "deep-object": (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, "INPUT-007"),
@@ -198,10 +199,11 @@ def test_huge_file_refused_by_size_before_reading(tmp_path, capsys):
 def test_ledger_hostile_lines(tmp_path):
     p = tmp_path / "l.jsonl"
     ok = (VALID / _doc()["ledger"]["path"]).read_bytes().splitlines(keepends=True)[0]
-    p.write_bytes(ok + b'{"a": NaN}\n' + b"\xff\xfe\n" + b"[" * 50_000 + b"\n" + b"not json\n")
+    p.write_bytes(ok + b'{"a": NaN}\n' + b"\xff\xfe\n" + b"[" * 50_000 + b"\n" + b"not json\n"
+                  + b'{"step": ' + b"9" * 5000 + b"}\n")
     f = validate_path(p)
-    assert [x.rule_id for x in f] == ["LEDGER-002"] * 4
-    assert [x.path for x in f] == ["line 2", "line 3", "line 4", "line 5"]
+    assert [x.rule_id for x in f] == ["LEDGER-002"] * 5
+    assert [x.path for x in f] == ["line 2", "line 3", "line 4", "line 5", "line 6"]
 
 
 def test_rules_are_registered_with_docs_and_listed(capsys):
@@ -270,3 +272,12 @@ def test_folder_walk_skips_other_documents_and_reports_each_finding_once(report_
     f = validate_path(report_dir)
     assert sorted(x.rule_id for x in f) == ["ARITH-006", "INPUT-004", "LEDGER-001"]
     assert validate_path(report_dir / "comparison.json")[0].rule_id == "SCHEMA-001"  # named explicitly: checked
+
+
+def test_absurd_counts_are_schema_errors_not_crashes():
+    doc = _doc()
+    doc["totals"]["flops"]["rollout"] = 10**31
+    doc["policy"]["params_non_embedding"] = 10**4000
+    f = validate_report(doc)
+    assert {(x.rule_id, x.path) for x in f} == {("SCHEMA-002", "$.totals.flops.rollout"),
+                                                ("SCHEMA-002", "$.policy.params_non_embedding")}

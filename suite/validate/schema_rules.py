@@ -48,10 +48,11 @@ def input_syntax(ctx):
     return _emitted_by_loader(ctx)
 
 
-@rule("INPUT-005", title="NaN or Infinity in JSON", scope="input")
+@rule("INPUT-005", title="NaN, Infinity or an out-of-range number in JSON", scope="input")
 def input_nan(ctx):
     """NaN, Infinity and numbers that overflow to infinity are not JSON and make every sum
-    meaningless; write finite numbers or null. Exit 2."""
+    meaningless; integers too long for Python to convert (over 4,300 digits) are refused the
+    same way. Write finite numbers (counts are at most 10^30) or null. Exit 2."""
     return _emitted_by_loader(ctx)
 
 
@@ -162,6 +163,7 @@ _HINTS = {
     "enum": "use one of the listed values",
     "const": "use the value the schema requires",
     "minimum": "counts and FLOPs are non-negative",
+    "maximum": "counts and FLOPs are at most 10^30 (a unit mistake?)",
     "pattern": "see the field's description in schemas/report-v1.schema.json",
 }
 
