@@ -341,7 +341,7 @@ def expand(g: Grid, *, check_paths: bool = True) -> list[GridCell]:
     out = []
     for model in g.models:
         for budget in g.budgets:
-            band = (math.floor(budget * (1 - g.band)), budget)
+            band = (round(budget * (1 - g.band)), budget)
             for rname in g.rewards:
                 for label in g.allocations:
                     for seed in g.seeds:

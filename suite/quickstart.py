@@ -92,6 +92,10 @@ class Quickstart:
     """What it wrote: name -> path."""
     notes: tuple[str, ...] = ()
     """Things worth telling (e.g. reports the site skipped)."""
+    ran: int = 0
+    """Cells run by this call."""
+    skipped: int = 0
+    """Cells already evaluated before this call (resumed runs skip them)."""
 
 
 def _rows(planned, out: Path) -> list[Row]:
@@ -184,7 +188,7 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
     rows = _rows(planned, out)
     targets = tuple(sorted({t for r in rows for (m, t) in r.scores if m == PASS1}))
     prefs = preferences(frontier.frontier(cells_))
-    return Quickstart(out, tuple(rows), targets, tuple(prefs), paths, tuple(notes))
+    return Quickstart(out, tuple(rows), targets, tuple(prefs), paths, tuple(notes), len(res.ran), len(res.skipped))
 
 
 # ---------------------------------------------------------------- presentation
@@ -237,7 +241,7 @@ def findings(qs: Quickstart) -> list[str]:
 def summary_text(qs: Quickstart) -> str:
     """Everything the command prints at the end: table, findings, files written."""
     limited = sorted({t.split(":", 1)[1] for t in qs.targets if ":" in t})
-    lines = ["", table(qs)]
+    lines = ["", f"{len(qs.rows)} cells: {qs.ran} run now, {qs.skipped} already evaluated", "", table(qs)]
     if limited:
         lines.append(f"scores on the {', '.join(limited)} problems of each target (eval.limit)")
     lines += ["p: update share; reward share: reward FLOPs / total; steps: optimizer steps the budget bought; "

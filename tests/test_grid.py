@@ -46,14 +46,14 @@ def models(tmp_path_factory):
             "prm": make_prm(d / "prm")}
 
 
-def _grid(models, **over) -> dict:
+def _grid(m, **over) -> dict:
     d = {"name": "t",
          "cell": {"dataset": TRAIN, "prompts_per_step": 2, "group_size": 2, "max_completion_tokens": 12},
-         "models": {"s": str(models["small"]), "l": str(models["large"])},
+         "models": {"s": str(m["small"]), "l": str(m["large"])},
          "budgets": [4e9, 8e9], "band": 0.5,
          "allocations": {"lo": {"mu": 1, "lora_rank": 4}, "hi": {"K": 4, "mu": 2, "lora_rank": 8}},
-         "rewards": {"sparse": "sparse", "prm": {"system": "prm", "model_path": str(models["prm"])}},
-         "seeds": [0, 1], "eval": {"limit": 2, "judge": str(models["prm"])}}
+         "rewards": {"sparse": "sparse", "prm": {"system": "prm", "model_path": str(m["prm"])}},
+         "seeds": [0, 1], "eval": {"limit": 2, "judge": str(m["prm"])}}
     d.update(over)
     return d
 
@@ -134,7 +134,7 @@ def test_refusal_through_the_cli_is_one_line(models, tmp_path, capsys):
     import yaml
 
     f = tmp_path / "bad.yaml"
-    f.write_text(yaml.safe_dump(_grid(models, budgets=[1e8])))
+    f.write_text(yaml.safe_dump(_grid(models, budgets=[1e8]), sort_keys=False))
     assert main(["grid", str(f), "--plan"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("race grid: error: 16 of 16 cells cannot be sure to reach their IsoFLOP band")
