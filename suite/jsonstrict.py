@@ -58,6 +58,8 @@ def _finite_float(s: str) -> float:
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
                             parse_float=_finite_float)
+# For callers that check float finiteness themselves (ledger records): no per-float callback.
+_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
 
 
 def depth(obj: Any) -> int:
@@ -77,10 +79,12 @@ def depth(obj: Any) -> int:
     return best
 
 
-def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH) -> Any:
+def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool = True) -> Any:
     """Parse one JSON document strictly: UTF-8, no NaN/Infinity, no duplicate keys, no
     trailing garbage, bounded nesting (max_depth None: only the parser's own recursion limit,
-    for callers that check the shape themselves). Raises JSONInputError with a stable `kind`."""
+    for callers that check the shape themselves; finite False: a float literal that overflows
+    to infinity is let through, for callers that check finiteness themselves). Raises
+    JSONInputError with a stable `kind`."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8-sig")
@@ -90,7 +94,7 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH) -> Any:
     else:
         text = data
     try:
-        obj = _DECODER.decode(text)
+        obj = (_DECODER if finite else _FAST_DECODER).decode(text)
     except RecursionError:
         raise JSONInputError("depth", f"nesting deeper than the parser allows (limit {max_depth})",
                              "flatten the document") from None

@@ -33,6 +33,8 @@ TOKEN_KEYS = ("rollout_prompt", "rollout_completion", "update", "reward")
 SECONDS_KEYS = ("rollout", "update", "reward", "other")
 RECORD_KEYS = frozenset({"step", "time", "tokens", "work", "flops", "seconds", "metrics"})
 REQUIRED_KEYS = ("step", "time", "tokens", "work", "flops")
+# Lines parsed together as one JSON array: at most this many, or this many bytes (bounded memory).
+_BATCH, _BATCH_BYTES = 256, 4 * 1024 * 1024
 SCHEMA_FILE = "ledger-record-v1.schema.json"
 
 
@@ -50,6 +52,7 @@ MAX_COUNT = 10**30  # schema's count maximum: far above any run, and keeps numbe
 _INT = {int}
 _NUM = {int, float}
 _TOKEN_SET = frozenset(TOKEN_KEYS)
+_REQUIRED_SET = frozenset(REQUIRED_KEYS)
 _PHASE_SET = frozenset(PHASES)
 _SECONDS_SET = frozenset(SECONDS_KEYS)
 
@@ -76,9 +79,8 @@ def record_problem(rec: Any) -> str | None:
     keys = rec.keys()
     if not keys <= RECORD_KEYS:
         return f"unknown key {sorted(keys - RECORD_KEYS)[0]!r}"
-    for k in REQUIRED_KEYS:
-        if k not in rec:
-            return f"missing key {k!r}"
+    if not _REQUIRED_SET <= keys:
+        return f"missing key {next(k for k in REQUIRED_KEYS if k not in rec)!r}"
     step = rec["step"]
     if type(step) is not int or step < 1:
         return "step must be an integer >= 1"
@@ -102,23 +104,21 @@ def record_problem(rec: Any) -> str | None:
     return None
 
 
-_DAYS_OK: dict[tuple[str, str, str], bool] = {}
+_DAYS_OK: dict[str, bool] = {}
 
 
 def _is_datetime(s: str) -> bool:
-    """The check jsonschema's date-time format uses (rfc3339-validator), with the calendar
-    part cached per date: ledgers hold a few distinct dates and 100,000s of times."""
-    from rfc3339_validator import RFC3339_REGEX
+    """The check jsonschema's date-time format uses (rfc3339-validator: its regex, then the
+    calendar), with the calendar part cached per date: ledgers hold a few distinct dates and
+    100,000s of times."""
+    from rfc3339_validator import RFC3339_REGEX, validate_rfc3339
 
-    m = RFC3339_REGEX.match(s)
-    if m is None:
+    if RFC3339_REGEX.match(s) is None:
         return False
-    ymd = m.groups()
-    ok = _DAYS_OK.get(ymd)
+    day = s[:10]  # the regex fixes YYYY-MM-DD at the start
+    ok = _DAYS_OK.get(day)
     if ok is None:
-        from rfc3339_validator import validate_rfc3339
-
-        ok = _DAYS_OK[ymd] = validate_rfc3339(f"{ymd[0]}-{ymd[1]}-{ymd[2]}T00:00:00Z")
+        ok = _DAYS_OK[day] = validate_rfc3339(day + "T00:00:00Z")
     return ok
 
 
@@ -259,9 +259,51 @@ class LedgerReader:
         if len(self.problems) < self.max_problems:
             self.problems.append(p)
 
+    def _parse(self, pending: list[tuple[int, int, bytes]]) -> Iterator[dict]:
+        """Parse and check a batch of lines, then empty it. Fast path: the batch as one JSON
+        array. That is exact when every line starts with '{' and ends with '}' and every element
+        is a valid (flat) record: '}' followed by '{' cannot occur inside one record, so no record
+        can span two lines. Anything else is parsed line by line for precise problems."""
+        if not pending:
+            return
+        batch = pending[:]
+        pending.clear()
+        if self.check_records and batch[-1][2].endswith(b"\n") and all(
+                r.startswith(b"{") and r.rstrip().endswith(b"}") for _, _, r in batch):
+            try:
+                recs = jsonstrict.loads(b"[" + b",".join(r for _, _, r in batch) + b"]", max_depth=None,
+                                        finite=False)  # record_problem checks every float
+            except jsonstrict.JSONInputError:
+                recs = None
+            if recs is not None and len(recs) == len(batch) and not any(map(record_problem, recs)):
+                for (lineno, _, _), rec in zip(batch, recs):
+                    self.records += 1
+                    self.line = lineno
+                    yield rec
+                return
+        for lineno, start, raw in batch:
+            try:
+                # No depth walk: record_problem accepts only the flat record shape anyway.
+                rec = jsonstrict.loads(raw, max_depth=None)
+                problem = record_problem(rec) if self.check_records else None
+            except jsonstrict.JSONInputError as e:
+                if not raw.endswith(b"\n"):  # the last line, cut off mid-write
+                    self.torn = TornLine(lineno, start, len(raw), e.message)
+                    continue
+                self._problem(LineProblem(lineno, e.message, e.kind))
+                continue
+            if problem:
+                self._problem(LineProblem(lineno, problem, "record"))
+                continue
+            self.records += 1
+            self.line = lineno
+            yield rec
+
     def __iter__(self) -> Iterator[dict]:
         h = hashlib.sha256()
         offset, lineno = 0, 0
+        pending: list[tuple[int, int, bytes]] = []  # lines not yet parsed: (line, offset, bytes)
+        pending_bytes = 0
         try:
             f = open(self.path, "rb")
         except OSError as e:
@@ -276,6 +318,8 @@ class LedgerReader:
                 h.update(raw)
                 offset += len(raw)
                 if len(raw) > self.max_line_bytes and not raw.endswith(b"\n"):
+                    pending_bytes = 0
+                    yield from self._parse(pending)  # keep problems in line order
                     # Skip the rest of the overlong line without holding it in memory.
                     while raw and not raw.endswith(b"\n"):
                         raw = f.readline(self.max_line_bytes)
@@ -283,25 +327,14 @@ class LedgerReader:
                         offset += len(raw)
                     self._problem(LineProblem(lineno, f"line longer than {self.max_line_bytes:,} bytes", "too-long"))
                     continue
-                complete = raw.endswith(b"\n")
                 if raw.isspace():
                     continue  # blank lines are harmless
-                try:
-                    # No depth walk: record_problem accepts only the flat record shape anyway.
-                    rec = jsonstrict.loads(raw, max_depth=None)
-                    problem = record_problem(rec) if self.check_records else None
-                except jsonstrict.JSONInputError as e:
-                    if not complete:
-                        self.torn = TornLine(lineno, start, len(raw), e.message)
-                        continue
-                    self._problem(LineProblem(lineno, e.message, e.kind))
-                    continue
-                if problem:
-                    self._problem(LineProblem(lineno, problem, "record"))
-                    continue
-                self.records += 1
-                self.line = lineno
-                yield rec
+                pending.append((lineno, start, raw))
+                pending_bytes += len(raw)
+                if len(pending) >= _BATCH or pending_bytes >= _BATCH_BYTES or not raw.endswith(b"\n"):
+                    pending_bytes = 0
+                    yield from self._parse(pending)
+            yield from self._parse(pending)
         self.sha256 = h.hexdigest()
         self.size = offset
 
