@@ -163,3 +163,17 @@ def records(draw):
 def test_fast_record_check_agrees_with_the_schema(rec):
     schema_ok = not any(True for _ in ledger_record_validator().iter_errors(json.loads(json.dumps(rec))))
     assert (record_problem(rec) is None) == schema_ok, (record_problem(rec), rec)
+
+
+def test_batched_parsing_never_hides_a_bad_line(tmp_path):
+    """Lines are parsed in batches as one JSON array; a batch that only parses when its lines
+    run together must still be reported line by line."""
+    p = tmp_path / "l.jsonl"
+    _write(p, 4)
+    good = p.read_bytes().splitlines()
+    two_on_one = good[2] + b"," + good[3]  # two records on one line
+    split = [b'{"a": [{"x": 1}', b'{"y": 2}]}']  # one array only when joined
+    p.write_bytes(b"\n".join([good[0], good[1], two_on_one, *split, good[3].replace(b'"step":4', b'"step":5')]) + b"\n")
+    r = LedgerReader(p)
+    assert [x["step"] for x in r] == [1, 2, 5]
+    assert [(x.line, x.kind) for x in r.problems] == [(3, "syntax"), (4, "syntax"), (5, "syntax")]
