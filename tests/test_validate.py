@@ -281,3 +281,14 @@ def test_absurd_counts_are_schema_errors_not_crashes():
     f = validate_report(doc)
     assert {(x.rule_id, x.path) for x in f} == {("SCHEMA-002", "$.totals.flops.rollout"),
                                                 ("SCHEMA-002", "$.policy.params_non_embedding")}
+
+
+def test_catalog_identity_ignores_hub_prefixes_but_not_architecture():
+    doc = _doc()
+    doc["policy"]["name"] = doc["policy"]["spec"]["name"] = "Qwen/Qwen2.5-1.5B-Instruct"
+    assert validate_report(doc) == []
+    doc["policy"]["spec"]["num_layers"] = 27
+    ids = {f.rule_id for f in validate_report(doc)}
+    assert "PHYS-007" in ids
+    (f,) = [x for x in validate_report(doc) if x.rule_id == "PHYS-007"]
+    assert "num_layers 27 vs 28" in f.message

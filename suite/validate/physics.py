@@ -245,11 +245,16 @@ def catalog_identity(ctx) -> Iterable[Issue]:
             spec = ModelSpec.from_dict(m["spec"])
         except (RaceError, TypeError):
             continue  # PHYS-006 reports unreadable specs
-        if spec != cat:
-            diff = [f"{k} {getattr(spec, k)} vs {getattr(cat, k)}" for k in ("hidden_size", "num_layers", "num_heads",
-                    "num_kv_heads", "intermediate_size", "vocab_size") if getattr(spec, k) != getattr(cat, k)]
-            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}" + (f": {', '.join(diff)}" if diff else ""),
+        diff = [f"{k} {getattr(spec, k)!r} vs {getattr(cat, k)!r}" for k in _SPEC_FIELDS
+                if getattr(spec, k) != getattr(cat, k)]
+        if diff:
+            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}: {', '.join(diff)}",
                         "use the catalog spec (race flops --model NAME --json), or rename the model")
+
+
+_SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
+                "vocab_size", "tie_embeddings", "qkv_bias", "has_lm_head", "score_head", "score_bias", "o_bias", "mlp_bias")
+"""ModelSpec fields that decide FLOPs and parameter counts (the name may differ: hub ids)."""
 
 
 @rule("PHYS-008", title="trainable parameters disagree with the adapter", requires=("policy", "adapter"))
