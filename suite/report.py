@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import __version__
 from .errors import RaceError
-from .ledger import PHASES, TOKEN_KEYS, LedgerReader, utc_now
+from .ledger import PHASES, TOKEN_KEYS, utc_now
 
 if TYPE_CHECKING:  # A's types; imported lazily at run time
     from .accounting import Adapter, GRPOSettings
