@@ -49,7 +49,7 @@ def test_adapter_beats_base_on_held_out_native_reward(tmp_path, system, record_p
 
     torch.manual_seed(0)
     cell = load_cell(tasks() / "cells" / f"s-{system}.yaml").with_changes(budget_flops=BUDGETS[system])
-    res = run_cell(cell, tmp_path / "run", progress=False, threads=2)
+    res = run_cell(cell, tmp_path / "run", progress=False, threads=1)
     rows = [json.loads(line) for line in open(tasks() / "arith" / "data" / "arith-hard-250.jsonl")][:N_HELD_OUT]
     base = native_reward(cell.policy, None, system, rows)
     tuned = native_reward(cell.policy, tmp_path / "run" / "adapter", system, rows)
