@@ -65,6 +65,7 @@ def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; shipped files are world-readable
     os.replace(tmp, path)
 
 
@@ -171,9 +172,9 @@ class PolicySpec:
 
 
 POLICIES: dict[str, PolicySpec] = {
-    "policy-s": PolicySpec(hidden=64, layers=3, heads=2, kv_heads=1, intermediate=192, seed=11, lr=3e-3),
+    "policy-s": PolicySpec(hidden=64, layers=3, heads=2, kv_heads=1, intermediate=192, seed=11, lr=3e-3, batch=32),
     "policy-m": PolicySpec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=512, seed=12),
-    "policy-l": PolicySpec(hidden=256, layers=4, heads=8, kv_heads=4, intermediate=1024, seed=13, lr=1e-3),
+    "policy-l": PolicySpec(hidden=256, layers=4, heads=8, kv_heads=4, intermediate=1024, seed=13, lr=1e-3, batch=32),
 }
 
 
@@ -249,6 +250,7 @@ def _save_model(model, folder: Path, build: dict) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model.")
     os.close(fd)
     save_file(state, tmp, metadata={"format": "pt"})
+    os.chmod(tmp, 0o644)
     os.replace(tmp, folder / "model.safetensors")
     model.config.dtype = "float32"
     _atomic_write(folder / "config.json", model.config.to_json_string())
@@ -331,19 +333,24 @@ def load_policy(name: str):
 @dataclass(frozen=True)
 class PRMSpec:
     """A tiny PRM: backbone initialised from a warm-started policy (as Qwen2.5-Math-PRM starts
-    from Qwen2.5-Math-Instruct), trained on rule-labelled steps."""
+    from Qwen2.5-Math-Instruct), trained on rule-labelled steps until its held-out step
+    accuracy reaches `target` (checked every `eval_every` steps) or `max_steps`."""
 
     init_from: str  #: embedded policy whose backbone seeds the PRM
     seed: int
-    steps: int = 600
+    max_steps: int = 3000
     batch: int = 64
-    lr: float = 1e-3
-    policy_samples: int = 1536  #: sampled completions (T=1) of the init policy, labelled by rule
+    lr: float = 2e-3
+    policy_pool: int = 2048  #: completions of the init policy (T=1), labelled by rule
+    policy_share: float = 0.25  #: share of each batch drawn from that pool
+    eval_every: int = 100
+    target: float = 0.97
+    max_minutes: float = 14.0  #: wall-clock guard on a shared 2-core machine (recorded when hit)
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21, steps=400),
-    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, steps=300),
+    "prm": PRMSpec(init_from="policy-m", seed=21),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, max_minutes=7.0),
 }
 
 
@@ -477,32 +484,46 @@ def build_prm(name: str) -> None:
     model = model_class()(config)
     model.model.load_state_dict(policy.model.state_dict())
     t0 = time.time()
-    n_train = spec.steps * spec.batch - spec.policy_samples
-    train = prm_examples(n_train, spec.seed, policy, tokenizer, spec.policy_samples)
-    heldout_synth = prm_examples(1000, spec.seed + 1000)
-    heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 500)
-    log(f"{name}: {len(train)} training examples ({time.time() - t0:.0f}s)")
+    pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
+    heldout_synth = prm_examples(400, spec.seed + 1000)
+    heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 200)
+    log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
+    rng = random.Random(spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.05, 1 - s / spec.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     loss_fn = torch.nn.CrossEntropyLoss()
-    for step in range(spec.steps):
+    n_pool = round(spec.batch * spec.policy_share)
+    history, stop = [], "max_steps"
+    for step in range(1, spec.max_steps + 1):
         model.train()
-        ids, mask, labels = _prm_batch(tokenizer, train[step * spec.batch:(step + 1) * spec.batch])
+        batch = prm_examples(spec.batch - n_pool, rng.randrange(2**31)) + rng.sample(pool, n_pool)
+        ids, mask, labels = _prm_batch(tokenizer, batch)
         loss = loss_fn(model(ids, mask).flatten(0, 1), labels.flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(), sched.step(), opt.zero_grad()
-        if (step + 1) % 50 == 0:
-            log(f"{name} step {step + 1} loss {loss.item():.4f} ({time.time() - t0:.0f}s)")
+        if step % spec.eval_every:
+            continue
+        synth = prm_step_accuracy(model, tokenizer, heldout_synth)["step_accuracy"]
+        sampled = prm_step_accuracy(model, tokenizer, heldout_policy)["step_accuracy"]
+        history.append({"step": step, "loss": round(loss.item(), 4), "synthetic": synth, "policy_samples": sampled})
+        log(f"{name} step {step} loss {loss.item():.4f} acc synthetic {synth:.3f} policy {sampled:.3f} "
+            f"({time.time() - t0:.0f}s)")
+        if min(synth, sampled) >= spec.target:
+            stop = "target"
+            break
+        if time.time() - t0 > spec.max_minutes * 60:
+            stop = "max_minutes"
+            break
     synth = prm_step_accuracy(model, tokenizer, heldout_synth)
     sampled = prm_step_accuracy(model, tokenizer, heldout_policy)
     log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled}")
     _save_model(model, models_dir() / name, {
         "name": name, "parameters": sum(p.numel() for p in model.parameters()), "spec": asdict(spec),
+        "steps": step, "stopped_by": stop,
         "heldout_synthetic": synth, "heldout_policy_samples": sampled,
-        "heldout": f"prm_examples(1000, {spec.seed + 1000}) and 500 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
-        "train_seconds": round(time.time() - t0, 1), "final_loss": round(loss.item(), 4),
+        "heldout": f"prm_examples(400, {spec.seed + 1000}) and 200 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
+        "train_seconds": round(time.time() - t0, 1), "history": history,
         "torch_threads": torch.get_num_threads(),
     })
     log(f"{name}: shipped")
