@@ -85,7 +85,7 @@ class BenchCell:
 REFERENCE_CELLS: dict[str, BenchCell] = {
     c.name: c
     for c in (
-        BenchCell("s-sparse", "s-sparse", steps=2, probe=16, fast=True),
+        BenchCell("s-sparse", "s-sparse", steps=2, fast=True),
         BenchCell("s-prm", "s-prm"),
         BenchCell("s-sparse-full", "s-sparse", changes={"lora_rank": 0, "learning_rate": 1e-4}),
         BenchCell("m-sparse", "m-sparse"),
@@ -137,7 +137,32 @@ def settings_of(bc: BenchCell) -> dict:
     if isinstance(model, str) and model.startswith(root):
         d["reward"]["model_path"] = os.path.relpath(model, root)
     d["probe"] = {"target": PROBE_TARGET, "limit": bc.probe}
+    # The embedded models are rebuilt by a script: a rebuilt model names itself next to moved figures.
+    cell = bc.spec()
+    d["weights"] = {"policy": weights_digest(cell.policy)}
+    reward_model = cell.reward.options.get("model_path") or _default_reward_model(cell.reward.system)
+    if reward_model:
+        d["weights"]["reward_model"] = weights_digest(reward_model)
     return d
+
+
+def _default_reward_model(system: str) -> str | None:
+    from .rewards import get_reward_system
+
+    return getattr(get_reward_system(system), "model_path", None)
+
+
+def weights_digest(folder: str | os.PathLike) -> str:
+    """sha256 (first 16 hex digits) of a model folder's *.safetensors files, in name order."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files = sorted(Path(folder).glob("*.safetensors"))
+    for f in files:
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:16] if files else "none"
 
 
 def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
