@@ -134,7 +134,7 @@ class PlannedCell:
     """Expected FLOPs per phase of one generation batch and its mu updates (mean prompt,
     completions at max length)."""
     steps: int
-    """Expected optimizer (update) steps the budget buys: mu per generation batch."""
+    """Expected optimizer (update) steps the budget buys: budget * mu // (FLOPs of a generation batch and its mu updates)."""
     min_steps: int
     """Optimizer steps the stop rule guarantees (budget // step_bound)."""
 
@@ -439,7 +439,7 @@ def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats]
         low, high = c.band
         if bound > high - low:
             misses.append((c, bound))
-        steps = (c.budget // per_step) * s.num_iterations
+        steps = c.budget * s.num_iterations // per_step  # mu optimizer steps share one generation
         planned.append(PlannedCell(c, bound, flops, steps, c.budget // bound))
     if misses:
         names = ", ".join(f"{c.id} (one step up to {b:.3g} FLOPs, band width {c.band[1] - c.band[0]:.3g})"
