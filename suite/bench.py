@@ -370,7 +370,10 @@ class Row:
         if not _num(a) or not _num(b):
             return ""
         d = b - a
-        pct = f" ({d / a:+.1%})" if a else ""
+        pct = ""
+        if a:
+            r = 100 * d / a
+            pct = f" ({r:+.1f}%)" if abs(r) >= 0.1 or r == 0 else f" ({r:+.2g}%)"  # tiny moves stay visible
         if isinstance(a, int) and isinstance(b, int):
             return f"{d:+,}{pct}"
         return f"{d:+.4g}{pct}"
