@@ -5,7 +5,7 @@ The adapter is a rank-16 LoRA on all seven projections of the embedded policy-m,
 as peft does (B = 0): it runs every LoRA branch, and the completions are the shipped policy's
 own (so generation lengths are realistic, not the max-length babble of random weights).
 Model loading is inside the timed call: this is what `race eval RUN_DIR --targets
-arith-easy-250` costs.
+arith-easy-250 --threads 1` costs.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def test_one_adapter_one_embedded_target_all_metrics(benchmark, adapter):
 
     from suite import evaluate as ev
 
-    torch.set_num_threads(2)
+    # One thread: these models are tiny, and two threads on a 2-core machine shared with any
+    # other process make torch's matmuls spin and run 10x slower (measured).
+    torch.set_num_threads(1)
     base, folder = adapter
     config = ev.EvalConfig(model=str(base), adapter=str(folder), targets=("arith-easy-250",),
                            native_reward="sparse", batch_size=64, out_dir=str(folder.parent / "eval"))
