@@ -346,11 +346,13 @@ class PRMSpec:
     eval_every: int = 100
     target: float = 0.97
     max_minutes: float = 14.0  #: wall-clock guard on a shared 2-core machine (recorded when hit)
+    backbone_sft_steps: int = 300  #: further SFT of the init policy first: a PRM can only judge
+    #: steps it could compute itself (gold-matching labels need the running value)
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21),
-    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, max_minutes=7.0),
+    "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-3, max_minutes=11.0),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, max_minutes=5.0, backbone_sft_steps=400),
 }
 
 
@@ -466,6 +468,30 @@ def prm_step_accuracy(prm_model, tokenizer, examples, batch: int = 128) -> dict:
             "majority_baseline": max(positives, total - positives) / total}
 
 
+def continue_sft(model, tokenizer, spec: PolicySpec, steps: int, seed: int) -> float:
+    """More SFT of a policy (cosine-decayed lr) to make a competent PRM backbone; returns its
+    greedy accuracy on the held-out problems."""
+    import math
+
+    import torch
+
+    stream = random.Random(SFT_SEED + seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / max(1, steps))))
+    model.train()
+    for step in range(1, steps + 1):
+        ids, mask, labels = _sft_batch(tokenizer, [arith.make_problem(stream, arith.DIFFICULTIES["train"])
+                                                   for _ in range(spec.batch)])
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(), sched.step(), opt.zero_grad()
+        if step % 50 == 0:
+            log(f"backbone SFT step {step} loss {loss.item():.3f}")
+    model.eval()
+    return greedy_accuracy(model, tokenizer, arith.generate(100, HELDOUT_SEED, "train"))
+
+
 def build_prm(name: str) -> None:
     """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy."""
     import torch
@@ -481,9 +507,13 @@ def build_prm(name: str) -> None:
     config = policy.config
     config.architectures = ["Qwen2ForProcessRewardModel"]
     config.num_labels = 2
+    t0 = time.time()
+    backbone_acc = continue_sft(policy, tokenizer, POLICIES[spec.init_from], spec.backbone_sft_steps, spec.seed)
+    log(f"{name}: backbone {spec.init_from} + {spec.backbone_sft_steps} SFT steps: greedy accuracy "
+        f"{backbone_acc:.2f} ({time.time() - t0:.0f}s)")
+    policy.eval()
     model = model_class()(config)
     model.model.load_state_dict(policy.model.state_dict())
-    t0 = time.time()
     pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
     heldout_synth = prm_examples(400, spec.seed + 1000)
     heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 200)
@@ -520,7 +550,7 @@ def build_prm(name: str) -> None:
     log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled}")
     _save_model(model, models_dir() / name, {
         "name": name, "parameters": sum(p.numel() for p in model.parameters()), "spec": asdict(spec),
-        "steps": step, "stopped_by": stop,
+        "steps": step, "stopped_by": stop, "backbone_greedy_accuracy_heldout100": backbone_acc,
         "heldout_synthetic": synth, "heldout_policy_samples": sampled,
         "heldout": f"prm_examples(400, {spec.seed + 1000}) and 200 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
         "train_seconds": round(time.time() - t0, 1), "history": history,
