@@ -198,3 +198,15 @@ def test_finished_cells_are_not_rerun(models, stats, tmp_path):
     grid.run_and_evaluate(planned[0].cell.spec, str(folder), planned[0].cell.band, g.evaluation, threads=1, log=False)
     assert grid.evaluated(folder / "report.json", g.evaluation)
     assert os.stat(folder / "ledger.jsonl").st_mtime_ns == ledger_mtime
+
+
+def test_plan_flag_prints_the_plan_and_runs_nothing(models, tmp_path, capsys):
+    import yaml
+
+    f = tmp_path / "ok.yaml"
+    f.write_text(yaml.safe_dump(_grid(models, seeds=[0]), sort_keys=False))
+    assert main(["grid", str(f), "--plan", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "16 cells (2 models x 2 budgets x 2 rewards x 2 allocations x 1 seeds)" in out
+    assert "s-4e9-prm-hi-s0" in out and "l-8e9-sparse-lo-s0" in out
+    assert not (tmp_path / "o").exists()
