@@ -167,7 +167,9 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
     ev = g.evaluation if limit is None else replace(g.evaluation, limit=limit)
     cells = grid.expand(g)
     planned = grid.plan(cells, grid.prompt_stats_of(cells), engine=g.engine_profile)
-    res = grid.run(planned, out, ev, workers=workers, threads=threads, progress=progress, grid=g)
+    # One torch thread per cell: the tiny models gain nothing from a second thread, and two
+    # threads per process oversubscribe a busy 2-core machine (rollouts measured ~10x slower).
+    res = grid.run(planned, out, ev, workers=workers, threads=threads or 1, progress=progress, grid=g)
     if res.failed:
         k, why = next(iter(res.failed.items()))
         raise RaceError(f"{len(res.failed)} quickstart cell(s) failed, first {k}: {why}",

@@ -23,7 +23,9 @@ def configure(p):
                    help="evaluate only the first N problems of each target (default: the grid's eval.limit)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="cells run at once (default 1: two torch jobs on 2 cores each run ~4x slower)")
-    p.add_argument("--threads", type=int, metavar="N", help="torch threads per cell (default: CPU cores / workers)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="torch threads per cell (default 1: the tiny models gain nothing from more, and more "
+                        "oversubscribe a busy machine)")
     p.add_argument("--no-site", action="store_true", help="skip the leaderboard site")
     p.add_argument("--no-plots", action="store_true", help="skip the frontier plots (PNG/SVG)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
