@@ -6,7 +6,7 @@ reward moved (the least-squares trend of TRL's per-step training reward).
 
 Measured (2 shared cores, 2026-11-29, policy-s, 35 steps, ~100 s in all): training reward trend
 +0.0007/step (weak: 8 prompts per step at T=1 are noisy), greedy pass@1 on the first 100
-problems: arith-easy 0.30 -> 0.38 (+0.08), arith-hard -0.02 (policy-s barely solves it). A
+problems: arith-easy 0.38 -> 0.46 (+0.08), arith-hard 0.09 -> 0.07 (policy-s barely solves it). A
 longer run (71 steps) gave arith-easy 0.376 -> 0.440 and arith-hard 0.068 -> 0.072 on all 250."""
 
 from __future__ import annotations
