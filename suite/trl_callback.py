@@ -170,11 +170,14 @@ class RaceLedger(TrainerCallback):
         self.stopped_by_budget = False
         self.next_step_bound: int | None = None
         self.overhead_seconds = 0.0  # wall time spent in the ledger's own code (benchmarks)
+        self.step_overheads: list[tuple[float, float]] = []  # (ledger seconds, step seconds) per step
+        self._step_overhead = 0.0
         self._t_step_begin_done = 0.0
         self._writer = None
         self._bar = None
         self._tokenizer = None
         self._chat_kwargs: dict = {}
+        self._prompt_cache: dict[str, int] = {}  # prompt -> tokens (prompts repeat K times)
         self._in_step = False
         self._gen: dict | None = None  # observation of this step's generation
         self._last_gen: dict | None = None  # lengths of the generation batch being reused (mu > 1)
@@ -220,7 +223,7 @@ class RaceLedger(TrainerCallback):
             out = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
             t1 = time.perf_counter()
             self._observe(func, prompts, completion_ids, kwargs.get("trainer_state"), out, t0, t1 - t0)
-            self.overhead_seconds += time.perf_counter() - t1
+            self._step_overhead += time.perf_counter() - t1
             return out
 
         wrapped.__name__ = getattr(func, "__name__", type(func).__name__)  # TRL logs rewards by name
@@ -271,13 +274,20 @@ class RaceLedger(TrainerCallback):
         tok = self._tokenizer
         if tok is None:
             raise RaceError("RaceLedger saw a generation before training began", "add the callback to the trainer")
-        if prompts and not isinstance(prompts[0], str):
-            enc = tok.apply_chat_template(conversation=list(prompts), add_generation_prompt=True, tokenize=True,
-                                          return_dict=True, **self._chat_kwargs)
-            ids = enc["input_ids"]
-        else:
-            ids = tok(text=list(prompts))["input_ids"]
-        return [len(x) for x in ids]
+        # Each prompt comes K times and recurs across epochs: tokenize each distinct one once.
+        keys = [p if isinstance(p, str) else json.dumps(p, sort_keys=True, default=str) for p in prompts]
+        todo = {k: p for k, p in zip(keys, prompts) if k not in self._prompt_cache}
+        if todo:
+            new = list(todo.values())
+            if not isinstance(new[0], str):
+                ids = tok.apply_chat_template(conversation=new, add_generation_prompt=True, tokenize=True,
+                                              return_dict=True, **self._chat_kwargs)["input_ids"]
+            else:
+                ids = tok(text=new)["input_ids"]
+            if len(self._prompt_cache) > 100_000:
+                self._prompt_cache.clear()
+            self._prompt_cache.update(zip(todo, (len(x) for x in ids)))
+        return [self._prompt_cache[k] for k in keys]
 
     def _check_tokens(self, state, total: int) -> None:
         """TRL adds prompt + completion tokens of each generation to num_input_tokens_seen:
@@ -335,7 +345,7 @@ class RaceLedger(TrainerCallback):
 
         t_end = time.perf_counter()
         self._in_step = False
-        self.overhead_seconds += self._t_step_begin_done - self._t_step
+        self._step_overhead += self._t_step_begin_done - self._t_step
         g = self._gen
         if g is not None:
             self._last_gen = g
@@ -368,7 +378,11 @@ class RaceLedger(TrainerCallback):
             self._bar.set_postfix_str(f"step {self.steps} rollout {self.spent['rollout'] / tot:.0%} "
                                       f"update {self.spent['update'] / tot:.0%} reward {self.spent['reward'] / tot:.0%}")
         self._budget_check(state, control)
-        self.overhead_seconds += time.perf_counter() - t_end
+        done = time.perf_counter()
+        own = self._step_overhead + done - t_end
+        self.overhead_seconds += own
+        self.step_overheads.append((own, done - self._t_step))
+        self._step_overhead = 0.0
 
     def on_train_end(self, args, state, control, **kwargs):
         """Close the ledger and the progress bar."""
