@@ -124,21 +124,23 @@ def train(bc: BenchCell, out: str | os.PathLike):
 
 
 def settings_of(bc: BenchCell) -> dict:
-    """The cell's settings as recorded beside its figures (paths relative to the checkout, so
-    two checkouts of the same commit record the same settings)."""
+    """The cell's settings as recorded beside its figures: the cell as it runs (paths relative
+    to the checkout, so two checkouts of one commit agree), the probe, and digests of the model
+    weights (the embedded models are rebuilt by a script: a rebuilt model names itself)."""
     from .paths import home
 
-    d = bc.spec().to_dict()
-    root = str(home().resolve())
-    for k in ("policy", "tokenizer", "dataset"):
-        if isinstance(d.get(k), str) and d[k].startswith(root):
-            d[k] = os.path.relpath(d[k], root)
-    model = d["reward"].get("model_path")
-    if isinstance(model, str) and model.startswith(root):
-        d["reward"]["model_path"] = os.path.relpath(model, root)
-    d["probe"] = {"target": PROBE_TARGET, "limit": bc.probe}
-    # The embedded models are rebuilt by a script: a rebuilt model names itself next to moved figures.
     cell = bc.spec()
+    d = cell.to_dict()
+    root = str(home().resolve())
+
+    def rel(path):
+        return os.path.relpath(path, root) if isinstance(path, str) and path.startswith(root) else path
+
+    for k in ("policy", "tokenizer", "dataset"):
+        d[k] = rel(d.get(k))
+    if "model_path" in d["reward"]:
+        d["reward"]["model_path"] = rel(d["reward"]["model_path"])
+    d["probe"] = {"target": PROBE_TARGET, "limit": bc.probe}
     d["weights"] = {"policy": weights_digest(cell.policy)}
     reward_model = cell.reward.options.get("model_path") or _default_reward_model(cell.reward.system)
     if reward_model:
