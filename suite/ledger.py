@@ -22,7 +22,8 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from operator import itemgetter
+from itertools import chain, islice, repeat
+from operator import itemgetter, lt
 from typing import Any, Iterator, Mapping
 
 from . import jsonstrict
@@ -104,7 +105,143 @@ def record_problem(rec: Any) -> str | None:
     return None
 
 
+_METRIC_TYPES = {int, float, type(None)}
+
+
+def _count_column(dicts: list, plain: bool) -> bool:
+    """_counts of every one of `dicts`, a whole column at once. `plain` (see batch_ok): the
+    values hold no bool and no negative number, so one sum proves them integers (a float makes
+    it a float, anything else a TypeError) and in range (each is at most the sum)."""
+    if set(map(type, dicts)) - {dict}:
+        return False
+    if plain:
+        try:
+            total = sum(chain.from_iterable(map(dict.values, dicts)))
+        except TypeError:
+            return False
+        if type(total) is int and total <= MAX_COUNT:
+            return True
+    v = list(chain.from_iterable(map(dict.values, dicts)))
+    return not v or (set(map(type, v)) <= _INT and min(v) >= 0 and max(v) <= MAX_COUNT)
+
+
+def batch_ok(recs: list, *, plain: bool = False) -> bool:
+    """True only when record_problem(rec) is None for every record of `recs`, checked column
+    by column at C speed (a few set/sum/min calls per batch instead of a dozen calls per
+    record). False says nothing about which record is bad: check them one by one then.
+
+    plain=True is a promise about the JSON text the records were parsed from: it has no
+    `true`/`false` literal and no '-' outside the time strings (so no bool and no negative
+    number anywhere); it lets sums stand in for type and range checks."""
+    if not recs or set(map(type, recs)) != {dict}:
+        return not recs
+    for keys in set(map(tuple, recs)):          # the records of one run share a key order
+        ks = set(keys)
+        if not (ks <= RECORD_KEYS and _REQUIRED_SET <= ks):
+            return False
+    steps = list(map(itemgetter("step"), recs))
+    times = list(map(itemgetter("time"), recs))
+    if set(map(type, steps)) != _INT or min(steps) < 1 or set(map(type, times)) != {str} \
+            or not _all_datetimes(times):
+        return False
+    for name, want in (("tokens", _TOKEN_SET), ("flops", _PHASE_SET)):
+        col = list(map(itemgetter(name), recs))
+        if not _count_column(col, plain) or any(set(k) != want for k in set(map(tuple, col))):
+            return False
+    if not _count_column(list(map(itemgetter("work"), recs)), plain):
+        return False
+    seconds = [r["seconds"] for r in recs if "seconds" in r]
+    if seconds:
+        if set(map(type, seconds)) != {dict} or not set().union(*seconds) <= _SECONDS_SET:
+            return False
+        v = list(chain.from_iterable(map(dict.values, seconds)))
+        if plain:   # non-negative: the sum is finite only when every value is
+            try:
+                total = sum(v)
+            except TypeError:
+                return False
+            if type(total) not in _NUM or not math.isfinite(total):
+                return False
+        elif v and not (set(map(type, v)) <= _NUM and all(map(math.isfinite, v)) and min(v) >= 0):
+            return False
+    metrics = [r["metrics"] for r in recs if "metrics" in r]
+    if metrics:
+        if set(map(type, metrics)) != {dict}:
+            return False
+        v = list(chain.from_iterable(map(dict.values, metrics)))
+        if not set(map(type, v)) <= _METRIC_TYPES or not all(math.isfinite(x) for x in v if x is not None):
+            return False
+    return True
+
+
+def _strings(recs: list) -> int:
+    """How many JSON strings a batch of records that passed batch_ok holds: every key of every
+    object, and one value per record (its time). Nothing else in such a record is a string."""
+    n = len(recs) + sum(map(len, recs))
+    for name in ("tokens", "flops", "work"):
+        n += sum(map(len, map(itemgetter(name), recs)))
+    for name in ("seconds", "metrics"):
+        n += sum(len(r[name]) for r in recs if name in r)
+    return n
+
+
+def _fast_records(data: bytes) -> list | None:
+    """A batch `[{...},{...}]` of lines parsed by the C decoder with no per-object hook, when
+    that provably gives what the strict reader would: UTF-8, no backslash (so every '"' in the
+    text delimits a string), every element a well-formed record (batch_ok: this also refuses
+    NaN, Infinity and overflowing floats, which plain json lets through), and as many strings in
+    the text as keys and times in the records (a duplicate key would have collapsed into one).
+    None otherwise: the caller parses strictly, line by line, and names the problem."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\\" in text:
+        return None
+    try:
+        recs = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if type(recs) is not list or set(map(type, recs)) != {dict}:
+        return None
+    times = list(map(dict.get, recs, repeat("time")))
+    if set(map(type, times)) != {str}:
+        return None
+    plain = "true" not in text and "false" not in text and text.count("-") == "".join(times).count("-")
+    if not batch_ok(recs, plain=plain) or text.count('"') != 2 * _strings(recs):
+        return None
+    return recs
+
+
 _DAYS_OK: dict[str, bool] = {}
+_TIMES_RE = None
+
+
+def _all_datetimes(times: list[str]) -> bool:
+    """_is_datetime of every time, in one regex pass over the times joined by newlines (the
+    record check's regex repeated) plus the calendar check per distinct day."""
+    global _TIMES_RE
+    if _TIMES_RE is None:
+        import re
+
+        from rfc3339_validator import RFC3339_REGEX
+
+        one = RFC3339_REGEX.pattern.replace("^", "").replace("$", "")   # its only anchors
+        _TIMES_RE = re.compile(rf"(?:{one})(?:\n(?:{one}))*", RFC3339_REGEX.flags)
+    text = "\n".join(times)
+    # A time holding a newline would split into two matches: refuse (the caller checks one by one).
+    if text.count("\n") != len(times) - 1 or _TIMES_RE.fullmatch(text) is None:
+        return False
+    return all(_day_ok(day) for day in set(map(itemgetter(slice(0, 10)), times)))
+
+
+def _day_ok(day: str) -> bool:
+    from rfc3339_validator import validate_rfc3339
+
+    ok = _DAYS_OK.get(day)
+    if ok is None:
+        ok = _DAYS_OK[day] = validate_rfc3339(day + "T00:00:00Z")
+    return ok
 
 
 def _is_datetime(s: str) -> bool:
@@ -259,28 +396,22 @@ class LedgerReader:
         if len(self.problems) < self.max_problems:
             self.problems.append(p)
 
-    def _parse(self, pending: list[tuple[int, int, bytes]]) -> Iterator[dict]:
-        """Parse and check a batch of lines, then empty it. Fast path: the batch as one JSON
-        array. That is exact when every line starts with '{' and ends with '}' and every element
-        is a valid (flat) record: '}' followed by '{' cannot occur inside one record, so no record
-        can span two lines. Anything else is parsed line by line for precise problems."""
+    def _parse(self, pending: list[tuple[int, int, bytes]]) -> tuple[list[int], list[dict]]:
+        """Parse and check a batch of lines, then empty it; returns the good records and their
+        line numbers. Fast path: the batch as one JSON array. That is exact when every line
+        starts with '{' and ends with '}' and every element is a valid (flat) record: '}'
+        followed by '{' cannot occur inside one record, so no record can span two lines.
+        Anything else is parsed line by line for precise problems."""
         if not pending:
-            return
+            return [], []
         batch = pending[:]
         pending.clear()
         if self.check_records and batch[-1][2].endswith(b"\n") and all(
                 r.startswith(b"{") and r.rstrip().endswith(b"}") for _, _, r in batch):
-            try:
-                recs = jsonstrict.loads(b"[" + b",".join(r for _, _, r in batch) + b"]", max_depth=None,
-                                        finite=False)  # record_problem checks every float
-            except jsonstrict.JSONInputError:
-                recs = None
-            if recs is not None and len(recs) == len(batch) and not any(map(record_problem, recs)):
-                for (lineno, _, _), rec in zip(batch, recs):
-                    self.records += 1
-                    self.line = lineno
-                    yield rec
-                return
+            recs = _fast_records(b"[" + b",".join(r for _, _, r in batch) + b"]")
+            if recs is not None and len(recs) == len(batch):
+                return [lineno for lineno, _, _ in batch], recs
+        linenos, recs = [], []
         for lineno, start, raw in batch:
             try:
                 # No depth walk: record_problem accepts only the flat record shape anyway.
@@ -295,13 +426,36 @@ class LedgerReader:
             if problem:
                 self._problem(LineProblem(lineno, problem, "record"))
                 continue
-            self.records += 1
-            self.line = lineno
-            yield rec
+            linenos.append(lineno)
+            recs.append(rec)
+        return linenos, recs
+
+    def batches(self) -> Iterator[tuple[list[int], list[dict]]]:
+        """The complete records in batches of up to a few hundred, each with their line
+        numbers: (line numbers, records). For readers that work a column at a time;
+        `records` and `line` advance by whole batches."""
+        for linenos, recs in self._batches():
+            self.records += len(recs)
+            self.line = linenos[-1]
+            yield linenos, recs
 
     def __iter__(self) -> Iterator[dict]:
+        for linenos, recs in self._batches():
+            for lineno, rec in zip(linenos, recs):
+                self.records += 1
+                self.line = lineno
+                yield rec
+
+    def _batches(self) -> Iterator[tuple[list[int], list[dict]]]:
+        """Read the file in blocks (hashing each once) and cut them into complete lines. A block
+        of lines that are all exactly `{...}` is parsed as one JSON array (_fast_records); any
+        other block goes line by line: blank lines skipped, overlong lines reported, batches of
+        lines parsed by _parse. A line longer than the limit is never held whole."""
         h = hashlib.sha256()
-        offset, lineno = 0, 0
+        limit = self.max_line_bytes
+        block = max(1, min(_BATCH_BYTES, (limit + 1) // 2))  # a block of lines then holds no overlong line
+        offset = lineno = 0              # file offset of `buf`, lines before it
+        buf = b""                        # the start of a line whose end is not read yet
         pending: list[tuple[int, int, bytes]] = []  # lines not yet parsed: (line, offset, bytes)
         pending_bytes = 0
         try:
@@ -309,40 +463,74 @@ class LedgerReader:
         except OSError as e:
             raise RaceError(f"cannot read ledger {self.path}: {e.strerror or e}", "check the path") from None
         with f:
-            while True:
-                raw = f.readline(self.max_line_bytes + 1)
-                if not raw:
-                    break
-                lineno += 1
-                start = offset
-                h.update(raw)
-                offset += len(raw)
-                if len(raw) > self.max_line_bytes and not raw.endswith(b"\n"):
-                    pending_bytes = 0
-                    yield from self._parse(pending)  # keep problems in line order
-                    # Skip the rest of the overlong line without holding it in memory.
-                    while raw and not raw.endswith(b"\n"):
-                        raw = f.readline(self.max_line_bytes)
-                        h.update(raw)
-                        offset += len(raw)
-                    self._problem(LineProblem(lineno, f"line longer than {self.max_line_bytes:,} bytes", "too-long"))
+            eof = False
+            while not eof:
+                chunk = f.read(block)
+                eof = not chunk
+                h.update(chunk)
+                buf += chunk
+                cut = len(buf) if eof else buf.rfind(b"\n") + 1
+                if not cut:
+                    if len(buf) > limit:     # an overlong line: report it, skip to its end
+                        done = self._parse(pending)  # keep problems in line order
+                        pending_bytes = 0
+                        if done[1]:
+                            yield done
+                        lineno += 1
+                        skipped, buf = len(buf), b""
+                        while chunk := f.read(block):
+                            h.update(chunk)
+                            end = chunk.find(b"\n") + 1
+                            if end:
+                                skipped, buf = skipped + end, chunk[end:]
+                                break
+                            skipped += len(chunk)
+                        offset += skipped
+                        self._problem(LineProblem(lineno, f"line longer than {limit:,} bytes", "too-long"))
                     continue
-                if raw.isspace():
-                    continue  # blank lines are harmless
-                pending.append((lineno, start, raw))
-                pending_bytes += len(raw)
-                if len(pending) >= _BATCH or pending_bytes >= _BATCH_BYTES or not raw.endswith(b"\n"):
-                    pending_bytes = 0
-                    yield from self._parse(pending)
-            yield from self._parse(pending)
+                lines, buf = buf[:cut], buf[cut:]
+                n = lines.count(b"\n")
+                if self.check_records and not pending and len(lines) <= limit + 1 and lines.startswith(b"{") \
+                        and lines.endswith(b"}\n"):
+                    body = lines[:-1].replace(b"}\n{", b"},{")    # the lines joined by commas
+                    recs = _fast_records(b"[" + body + b"]") if b"\n" not in body else None
+                    if recs is not None and len(recs) == n:
+                        yield list(range(lineno + 1, lineno + n + 1)), recs
+                        lineno, offset = lineno + n, offset + cut
+                        continue
+                parts = lines.split(b"\n")
+                for i, part in enumerate(parts):
+                    raw = part + b"\n" if i < n else part
+                    if not raw:
+                        continue
+                    lineno += 1
+                    start = offset
+                    offset += len(raw)
+                    if len(part) > limit:
+                        done = self._parse(pending)
+                        pending_bytes = 0
+                        if done[1]:
+                            yield done
+                        self._problem(LineProblem(lineno, f"line longer than {limit:,} bytes", "too-long"))
+                        continue
+                    if raw.isspace():
+                        continue  # blank lines are harmless
+                    pending.append((lineno, start, raw))
+                    pending_bytes += len(raw)
+                    if len(pending) >= _BATCH or pending_bytes >= _BATCH_BYTES or i == n:
+                        pending_bytes = 0
+                        done = self._parse(pending)
+                        if done[1]:
+                            yield done
+            done = self._parse(pending)
+            if done[1]:
+                yield done
         self.sha256 = h.hexdigest()
         self.size = offset
 
 
 # How many step-order problems to list one by one before summarising.
 MAX_STEP_PROBLEMS = 20
-# Records summed together (bounded memory: ~1,000 records of ~1 KB).
-_CHUNK = 1024
 
 
 @dataclass
@@ -398,28 +586,25 @@ class LedgerSummary:
             return s
         reader = LedgerReader(s.path, strict=strict)
         prev = None
-        chunk: list[dict] = []
         try:
-            for rec in reader:
-                step = rec["step"]
-                if prev is not None and step <= prev:
-                    if strict:
-                        raise RaceError(f"{s.path}: line {reader.line}: step {step} does not follow step {prev}",
-                                        "steps must strictly increase; one record per optimizer step")
-                    s.n_step_problems += 1
-                    if len(s.step_problems) < MAX_STEP_PROBLEMS:
-                        what = "repeats" if step == prev else "goes back from"
-                        s.step_problems.append((reader.line, f"step {step} {what} step {prev}"))
-                prev = step
+            for linenos, recs in reader.batches():
+                steps = list(map(itemgetter("step"), recs))
+                seq = steps if prev is None else [prev, *steps]
+                if not all(map(lt, seq, islice(seq, 1, None))):    # look closer only when out of order
+                    for line, step in zip(linenos, steps):
+                        if prev is not None and step <= prev:
+                            if strict:
+                                raise RaceError(f"{s.path}: line {line}: step {step} does not follow step {prev}",
+                                                "steps must strictly increase; one record per optimizer step")
+                            s.n_step_problems += 1
+                            if len(s.step_problems) < MAX_STEP_PROBLEMS:
+                                what = "repeats" if step == prev else "goes back from"
+                                s.step_problems.append((line, f"step {step} {what} step {prev}"))
+                        prev = step
+                prev = steps[-1]
                 if s.first_step is None:
-                    s.first_step, s.first_time = step, rec["time"]
-                chunk.append(rec)
-                if len(chunk) == _CHUNK:
-                    s._add(chunk)
-                    chunk.clear()
-            if chunk:
-                s._add(chunk)
-                s.last_time = chunk[-1]["time"]
+                    s.first_step, s.first_time = steps[0], recs[0]["time"]
+                s._add(recs)
         except OSError as e:
             s.error = f"cannot read ledger {s.path}: {e}"
             return s

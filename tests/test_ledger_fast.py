@@ -1,0 +1,115 @@
+"""The ledger reader's fast paths never change a verdict: a whole block of lines parsed as one
+JSON array and checked column-wise (suite.ledger.batch_ok, _fast_records) reads exactly what
+the strict line-by-line reader reads, with the same problems on the same lines."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_ledger import records
+
+from suite import jsonstrict
+from suite.ledger import LedgerReader, LedgerSummary, _fast_records, batch_ok, record_problem
+
+GOOD = {"step": 1, "time": "2026-11-29T20:00:00Z", "tokens": {"rollout_prompt": 1, "rollout_completion": 2,
+                                                               "update": 3, "reward": 0},
+        "work": {"rollout.tokens": 5, "update.train.tokens": 7}, "flops": {"rollout": 10, "update": 20, "reward": 0},
+        "seconds": {"rollout": 0.5, "update": 1}}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(records(), min_size=1, max_size=4))
+def test_batch_check_accepts_only_what_the_record_check_accepts(recs):
+    """batch_ok(recs) is True exactly when every record passes record_problem (times holding a
+    newline aside: the batch check leaves those to the record check)."""
+    good = all(record_problem(r) is None for r in recs)
+    assert batch_ok(recs) == good or (not batch_ok(recs) and any("\n" in str(r.get("time")) for r in recs))
+    text = json.dumps(recs)
+    if "true" not in text and "false" not in text and "-" not in text.replace("2026-11-29", "").replace("2026-13-01", ""):
+        assert batch_ok(recs, plain=True) == good
+
+
+# Lines a ledger may hold: good records, and everything the strict reader must refuse.
+_BAD_LINES = [
+    b'{"step": 2, "step": 2}',                                  # duplicate key
+    json.dumps({**GOOD, "work": {"a": 1, "b": 2}}).replace('"b"', '"a"').encode(),  # duplicate nested key
+    json.dumps({**GOOD, "seconds": {"rollout": 1.5}}).replace("1.5", "NaN").encode(),
+    json.dumps({**GOOD, "seconds": {"rollout": 1.5}}).replace("1.5", "1e999").encode(),
+    json.dumps({**GOOD, "work": {"x": True}}).encode(),
+    json.dumps({**GOOD, "work": {"x": -1}}).encode(),
+    json.dumps({**GOOD, "work": {"x": 10**31}}).encode(),
+    json.dumps({**GOOD, "work": {"x": 1.0}}).encode(),
+    json.dumps({**GOOD, "work": {"a\"b": 1}}).encode(),          # an escaped quote in a key: still fine
+    json.dumps({**GOOD, "time": "2026-02-30T00:00:00Z"}).encode(),
+    json.dumps({**GOOD, "metrics": {"loss": -0.5, "kl": None}}).encode(),  # negative metrics are fine
+    b'{"a": [{"x": 1}',                                           # only an array when joined
+    b"",                                                           # blank line
+    b"   ",
+    b"[1, 2]",
+    b"\xff\xfe",
+    b"{" + b'"k": 1, ' * 3 + b'"step": 1}',
+]
+
+
+def _reference(lines: list[bytes]):
+    """The plain strict reading: each line alone through jsonstrict and record_problem."""
+    recs, problems, torn = [], [], None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = jsonstrict.loads(line, max_depth=None)
+        except jsonstrict.JSONInputError as e:
+            problems.append((i, e.kind))
+            continue
+        p = record_problem(rec)
+        if p:
+            problems.append((i, "record"))
+        else:
+            recs.append((i, rec))
+    return recs, problems, torn
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.integers(1, 10**6), st.sampled_from(range(len(_BAD_LINES)))).map(str), max_size=40),
+       st.integers(200, 5000))
+def test_reader_reads_what_the_strict_line_reader_reads(picks, max_line):
+    """Any mix of good and bad lines, read with any block size (max_line_bytes sets it), gives
+    the records, problems and line numbers the one-line-at-a-time strict reading gives."""
+    import tempfile
+    from pathlib import Path
+
+    lines = []
+    for p in picks:
+        n = int(p)
+        lines.append(_BAD_LINES[n] if n < len(_BAD_LINES) else
+                     json.dumps({**GOOD, "step": n}, separators=(",", ":")).encode())
+    data = b"".join(line + b"\n" for line in lines)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "l.jsonl"
+        path.write_bytes(data)
+        r = LedgerReader(path, max_line_bytes=max_line)
+        got = [(r.line, rec) for rec in r]
+        want, problems, _ = _reference(lines)
+        too_long = {i for i, line in enumerate(lines, 1) if len(line) > max_line}
+        assert got == [(i, rec) for i, rec in want if i not in too_long]
+        assert [(p.line, p.kind) for p in r.problems] == sorted(
+            [(i, k) for i, k in problems if i not in too_long] + [(i, "too-long") for i in too_long])
+        assert r.records == len(got) and r.size == len(data)
+        s, plain = LedgerSummary.scan(path), LedgerReader(path)
+        assert [rec["step"] for rec in plain] == [rec["step"] for _, rec in want]
+        assert s.records == plain.records and s.n_problems == plain.n_problems
+
+
+def test_fast_records_refuses_what_it_cannot_prove():
+    """The array fast path returns None (the caller reads line by line) on a duplicate key,
+    NaN, a backslash, non-UTF-8, or anything that is not a list of valid records."""
+    good = json.dumps(GOOD, separators=(",", ":"))
+    assert _fast_records(f"[{good},{good}]".encode()) == [GOOD, GOOD]
+    assert _fast_records(f"[{good}]".replace('"update":3', '"update":3,"update":3').encode()) is None
+    assert _fast_records(f"[{good}]".replace("0.5", "NaN").encode()) is None
+    assert _fast_records(f"[{good}]".replace("rollout.tokens", "rollout\\u002etokens").encode()) is None
+    assert _fast_records(b"[" + good.encode() + b"\xff]") is None
+    assert _fast_records(b"[1]") is None
