@@ -242,12 +242,30 @@ def validator_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _ledger_key(folder: Path, doc: dict) -> str:
-    """What a report's verdict depends on besides its own content: its ledger's bytes."""
+def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
+    """What a report's verdict depends on besides its own content: its ledger's bytes. `memo`
+    (path -> key) spares re-hashing a ledger several reports share within one build; a ledger
+    the validator already scanned in this build (shared_ledgers) is not read again."""
+    from .validate.context import _SHARED
+
     ref = doc.get("ledger")
     path = _inside(folder, str(ref.get("path", ""))) if isinstance(ref, dict) else None
     if path is None or not path.is_file():
         return "no-ledger"
+    if memo is not None and str(path) in memo:
+        return memo[str(path)]
+    scanned = (_SHARED or {}).get(path)
+    if scanned is not None and scanned.error is None:
+        key = scanned.sha256
+    else:
+        key = file_sha256(path)
+    if memo is not None:
+        memo[str(path)] = key
+    return key
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes, read in chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -269,6 +287,8 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
         raise RaceError(f"submissions folder {folder} does not exist",
                         "pass --submissions DIR (default leaderboard/submissions)")
     out, seen = Folder(), {}
+    cached = {k.split(":", 1)[0] for k in cache} if cache else set()
+    hashes: dict[str, str] = {}       # ledger path -> key part, for ledgers shared by reports
     for p in sorted(folder.iterdir()):
         if p.name.startswith(".") or p.suffix != ".json" or not p.is_file():
             continue
@@ -286,8 +306,10 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
         findings: list = []
         sid = submission_id(doc)
         if check:
-            key = f"{sid}:{_ledger_key(folder, doc)}"
-            if cache is not None and key in cache:
+            # Only a submission seen by an earlier build can have cached findings: hash its
+            # ledger for the key first; a new one is validated, and its key taken after.
+            key = f"{sid}:{_ledger_key(folder, doc, hashes)}" if sid in cached else None
+            if key is not None and key in cache:
                 findings = [Finding(**{**f, "file": p.name}) for f in cache[key]]
             else:
                 try:
@@ -296,6 +318,7 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
                     out.skipped.append(Skipped(p.name, e.message))
                     continue
                 if cache is not None:
+                    key = key or f"{sid}:{_ledger_key(folder, doc, hashes)}"
                     cache[key] = [f.to_dict() for f in findings]
             errors = errors_of(findings)
             if errors:
@@ -326,11 +349,13 @@ def _scrubbed(f: Any, folder: Path) -> Any:
     return dataclasses.replace(f, message=cut(f.message), hint=cut(f.hint or ""), file=cut(f.file or ""))
 
 
-def ledger_steps(folder: Path, doc: dict, cache: dict | None = None
+def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict | None = None
                  ) -> tuple[tuple[list[int], list[dict[str, int]]] | None, str]:
     """Per-step FLOPs of a submission's ledger, read from the report's relative `ledger.path`
     inside the submissions folder (never outside it) when its sha256 matches the report; else
-    None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once."""
+    None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once;
+    `scans` (from suite.validate.shared_ledgers) lends the series the validator already read
+    when every line of that ledger was a good record."""
     ref = doc.get("ledger") or {}
     sha = str(ref.get("sha256", ""))
     if cache is not None and sha in cache:
@@ -341,6 +366,13 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None
                       "(`race submit` stores it there when it sits beside the report)")
     if path.stat().st_size > MAX_LEDGER_BYTES:
         return None, "the ledger is larger than the site's limit"
+    scanned = (scans or {}).get(path)
+    if scanned is not None and scanned.series is not None and scanned.error is None and not scanned.n_problems:
+        # No bad line: the strict reader's records are exactly the lines a plain parse keeps.
+        if scanned.sha256 != sha:
+            return None, "a ledger file was found but its sha256 does not match the report"
+        return (scanned.series if scanned.records else None), ("" if scanned.records else
+                                                               "the ledger has no complete records")
     data = path.read_bytes()
     if hashlib.sha256(data).hexdigest() != sha:
         return None, "a ledger file was found but its sha256 does not match the report"
@@ -383,20 +415,23 @@ def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
     site builder's summary (pages, listed, skipped, main page bytes) plus the skipped files."""
     from . import render
 
+    from .validate.context import shared_ledgers
+
     folder, out = Path(folder), Path(out)
     fingerprint = validator_fingerprint() if check else ""
     cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
-    loaded = load_submissions(folder, check=check, cache=cache)
-    entries, skipped = [], [render.Skip(s.name, s.reason) for s in loaded.skipped]
-    for s in loaded.submissions:
-        try:
-            row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html")
-        except (KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
-            skipped.append(render.Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
-            continue
-        ledger, note = ledger_steps(folder, s.doc)
-        entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
-                                        ledger=ledger, ledger_note=note))
+    with shared_ledgers() as scans:     # each ledger read once: validated, then charted
+        loaded = load_submissions(folder, check=check, cache=cache)
+        entries, skipped = [], [render.Skip(s.name, s.reason) for s in loaded.skipped]
+        for s in loaded.submissions:
+            try:
+                row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html")
+            except (KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
+                skipped.append(render.Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
+                continue
+            ledger, note = ledger_steps(folder, s.doc, scans=scans)
+            entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
+                                            ledger=ledger, ledger_note=note))
     extra = {}
     if cache is not None:       # only what this build saw: removed submissions drop out
         seen = {f"{s.id}:" for s in loaded.submissions}

@@ -556,6 +556,8 @@ class LedgerSummary:
     sha256: str = ""
     size: int = 0
     error: str | None = None  # the file could not be opened at all
+    # With scan(series=True): every record's step and its flops dict, in file order (a chart).
+    series: tuple[list[int], list[dict[str, int]]] | None = None
 
     def _add(self, chunk: list[dict]) -> None:
         """Add a chunk of checked records to the sums, column-wise at C speed (zip + sum):
@@ -577,10 +579,13 @@ class LedgerSummary:
                     acc[k] = acc.get(k, 0) + v
 
     @classmethod
-    def scan(cls, path: str | os.PathLike, *, strict: bool = False) -> "LedgerSummary":
+    def scan(cls, path: str | os.PathLike, *, strict: bool = False, series: bool = False) -> "LedgerSummary":
         """Stream the ledger once and summarise it (constant memory). strict: a bad middle
-        line or a step that does not increase raises RaceError instead of being collected."""
+        line or a step that does not increase raises RaceError instead of being collected.
+        series: also keep every record's step and flops (memory grows with the ledger)."""
         s = cls(Path(path))
+        if series:
+            s.series = ([], [])
         if not s.path.is_file():
             s.error = f"ledger file {s.path} does not exist" if not s.path.exists() else f"{s.path} is not a file"
             return s
@@ -602,6 +607,9 @@ class LedgerSummary:
                                 s.step_problems.append((line, f"step {step} {what} step {prev}"))
                         prev = step
                 prev = steps[-1]
+                if series:
+                    s.series[0].extend(steps)
+                    s.series[1].extend(map(itemgetter("flops"), recs))
                 if s.first_step is None:
                     s.first_step, s.first_time = steps[0], recs[0]["time"]
                 s._add(recs)

@@ -4,12 +4,39 @@ of its ledger; or a ledger on its own."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..ledger import LedgerSummary
+
+_SHARED: dict[Path, LedgerSummary] | None = None
+
+
+@contextmanager
+def shared_ledgers():
+    """Within this block each ledger file is scanned once, however many reports name it, and
+    its per-step FLOPs are kept (LedgerSummary.series): for a leaderboard build, which charts
+    every ledger it validates. Yields {resolved path: summary}. Files must not change inside."""
+    global _SHARED
+    outer = _SHARED
+    _SHARED = {} if outer is None else outer
+    try:
+        yield _SHARED
+    finally:
+        _SHARED = outer
+
+
+def scan_ledger(path: Path) -> LedgerSummary:
+    """LedgerSummary.scan(path), or the summary already made inside shared_ledgers()."""
+    if _SHARED is None:
+        return LedgerSummary.scan(path)
+    s = _SHARED.get(path)
+    if s is None:
+        s = _SHARED[path] = LedgerSummary.scan(path, series=True)
+    return s
 
 
 @dataclass
@@ -45,7 +72,7 @@ class ReportContext:
     def ledger(self) -> LedgerSummary | None:
         """Streamed summary of the referenced ledger (None when it cannot be located)."""
         p = self.ledger_path
-        return None if p is None or self.ledger_escapes else LedgerSummary.scan(p)
+        return None if p is None or self.ledger_escapes else scan_ledger(p)
 
     @cached_property
     def recompute(self):

@@ -104,6 +104,61 @@ def inline_refs(schema: dict) -> dict:
     return {k: walk(v) for k, v in schema.items() if k != "$defs"}
 
 
+# Top-level keywords under which a report is valid exactly when the top level is (its type,
+# required and allowed keys) and every section is valid under its own subschema.
+_SECTIONWISE = {"$schema", "$id", "title", "description", "type", "additionalProperties", "required", "properties"}
+# Sections that repeat across a leaderboard's reports (a few models, adapters, settings).
+_MEMO_SECTIONS = frozenset({"policy", "adapter", "grpo", "reward", "accounting"})
+
+
+@lru_cache(maxsize=1)
+def _section_validators():
+    """(top-level validator with every section schema replaced by `true`, {section: validator})
+    from the compiled report validator; None when the schema's top level has keywords that
+    would make section-wise checking inexact."""
+    from jsonschema import Draft202012Validator
+
+    v = report_validator()
+    if not set(v.schema) <= _SECTIONWISE or not isinstance(v.schema.get("properties"), dict):
+        return None
+    fc = Draft202012Validator.FORMAT_CHECKER
+    top = Draft202012Validator({**v.schema, "properties": dict.fromkeys(v.schema["properties"], True)},
+                               format_checker=fc)
+    return top, {k: Draft202012Validator(sub, format_checker=fc) for k, sub in v.schema["properties"].items()}
+
+
+_SECTION_MEMO: dict[tuple[str, str], bool] = {}
+
+
+def report_is_valid(doc) -> bool:
+    """True exactly when `doc` has no report v1 schema error; sections that repeat across
+    reports (policy, adapter, grpo, reward, accounting) are checked once per distinct content
+    (keyed by repr, which tells 1 from 1.0 from True and a list from a tuple, as the schema
+    does). Only a fast answer for valid documents: errors are listed by the full validator."""
+    sv = _section_validators()
+    if sv is None:
+        return report_validator().is_valid(doc)
+    top, sections = sv
+    if not top.is_valid(doc):
+        return False
+    for k, value in doc.items():
+        if k in _MEMO_SECTIONS:
+            try:
+                key = (k, repr(value))
+            except RecursionError:
+                return False            # the full validator will say what is wrong
+            ok = _SECTION_MEMO.get(key)
+            if ok is None:
+                if len(_SECTION_MEMO) >= 4096:     # bounded memory
+                    _SECTION_MEMO.clear()
+                ok = _SECTION_MEMO[key] = sections[k].is_valid(value)
+            if not ok:
+                return False
+        elif k in sections and not sections[k].is_valid(value):
+            return False
+    return True
+
+
 @lru_cache(maxsize=1)
 def ledger_record_validator():
     """The Draft 2020-12 validator of one ledger record (format-checked)."""
@@ -193,6 +248,8 @@ def schema_errors(ctx) -> Iterable[Issue]:
     out of range. For oneOf/anyOf the best-matching alternative is reported, not all of them.
     Rules that read a section with a schema error are skipped for that section."""
     if "$" in ctx.schema_bad:  # not an object, or another schema version
+        return
+    if report_is_valid(ctx.doc):   # the common case, answered from memoized sections
         return
     v = report_validator()
     for err in sorted(v.iter_errors(ctx.doc), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
