@@ -45,7 +45,8 @@ def test_fast_lane_matches_the_stored_baseline(runs):
     stored = bench.load_baseline(bench.baseline_path(KIND), KIND)
     result = bench.compare(stored, doc(runs["a"]), slower_pct=None, only=bench.CI_FIGURES)
     assert result.compared == (FAST.name,)
-    assert not result.failed, "\n" + bench.format_table(result)
+    assert not result.failed, ("\n" + bench.format_table(result) + "\nif the change is deliberate, refresh the "
+                               "baseline: race bench --update-baseline (and commit it)")
     base = next(b for b in stored["benchmarks"] if b["extra_info"]["cell"] == FAST.name)["extra_info"]
     assert runs["a"]["flops"] == base["flops"] and runs["a"]["tokens"] == base["tokens"]
 
