@@ -568,9 +568,14 @@ class LedgerSummary:
             for k, v in zip(keys, map(sum, zip(*map(itemgetter(*keys), map(itemgetter(name), chunk))))):
                 acc[k] += v
         for name, acc in (("work", self.work), ("seconds", self.seconds)):
+            ds = [r[name] for r in chunk if name in r]
+            kinds = set(map(tuple, ds))
             groups: dict[tuple, list] = {}
-            for d in (r[name] for r in chunk if name in r):
-                groups.setdefault(tuple(d), []).append(d)
+            if len(kinds) == 1:         # the usual case: one key set for the whole chunk
+                groups[kinds.pop()] = ds
+            else:
+                for d in ds:
+                    groups.setdefault(tuple(d), []).append(d)
             for keys, ds in groups.items():
                 if not keys:
                     continue
