@@ -185,30 +185,49 @@ def _strings(recs: list) -> int:
     return n
 
 
+try:  # a faster parser for the fast path; the strict reader stays the json module's
+    from orjson import loads as _array_loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib path is exact too
+    _array_loads = None
+
+# orjson reads integers past 64 bits as floats. In count fields a float fails the record check
+# (the batch is then read line by line, strictly); where floats are allowed (seconds, metrics) a
+# value that large sends the batch to the json module, which keeps it an integer.
+_BIG = float(2**63)
+
+
+def _big_float(recs: list) -> bool:
+    """A seconds or metrics value that may be an integer orjson read as a float."""
+    for name in ("seconds", "metrics"):
+        v = [x for r in recs if type(r) is dict and type(r.get(name)) is dict
+             for x in r[name].values() if type(x) is float]
+        if v and max(map(abs, v)) >= _BIG:
+            return True
+    return False
+
+
 def _fast_records(data: bytes) -> list | None:
-    """A batch `[{...},{...}]` of lines parsed by the C decoder with no per-object hook, when
+    """A batch `[{...},{...}]` of lines parsed by a C decoder with no per-object hook, when
     that provably gives what the strict reader would: UTF-8, no backslash (so every '"' in the
     text delimits a string), every element a well-formed record (batch_ok: this also refuses
     NaN, Infinity and overflowing floats, which plain json lets through), and as many strings in
     the text as keys and times in the records (a duplicate key would have collapsed into one).
     None otherwise: the caller parses strictly, line by line, and names the problem."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if "\\" in text:
+    if b"\\" in data:
         return None
     try:
-        recs = json.loads(text)
-    except (ValueError, RecursionError):
+        recs = _array_loads(data) if _array_loads is not None else None    # checks UTF-8 itself
+        if recs is None or type(recs) is list and _big_float(recs):
+            recs = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):        # orjson's and json's decode errors are ValueErrors
         return None
     if type(recs) is not list or set(map(type, recs)) != {dict}:
         return None
     times = list(map(dict.get, recs, repeat("time")))
     if set(map(type, times)) != {str}:
         return None
-    plain = "true" not in text and "false" not in text and text.count("-") == "".join(times).count("-")
-    if not batch_ok(recs, plain=plain) or text.count('"') != 2 * _strings(recs):
+    plain = b"true" not in data and b"false" not in data and data.count(b"-") == "".join(times).count("-")
+    if not batch_ok(recs, plain=plain) or data.count(b'"') != 2 * _strings(recs):
         return None
     return recs
 

@@ -113,3 +113,30 @@ def test_fast_records_refuses_what_it_cannot_prove():
     assert _fast_records(f"[{good}]".replace("rollout.tokens", "rollout\\u002etokens").encode()) is None
     assert _fast_records(b"[" + good.encode() + b"\xff]") is None
     assert _fast_records(b"[1]") is None
+
+
+def test_integers_past_64_bits_stay_integers():
+    """orjson reads integers past 64 bits as floats; the fast path must still yield what the
+    json module yields (an int) where a float would also be accepted."""
+    big = 2**70
+    good = json.dumps({**GOOD, "metrics": {"n": big}, "seconds": {"rollout": big}}, separators=(",", ":"))
+    recs = _fast_records(f"[{good},{good}]".encode())
+    assert recs is not None and type(recs[0]["metrics"]["n"]) is int and recs[0]["seconds"]["rollout"] == big
+    counted = json.dumps({**GOOD, "work": {"x": big}}, separators=(",", ":"))
+    recs = _fast_records(f"[{counted}]".encode())
+    assert recs is None or recs[0]["work"]["x"] == big and type(recs[0]["work"]["x"]) is int
+
+
+def test_without_orjson_the_json_module_reads_the_same(tmp_path, monkeypatch):
+    import suite.ledger as ledger
+
+    lines = [json.dumps({**GOOD, "step": i}, separators=(",", ":")).encode() for i in range(1, 300)]
+    lines[100] = _BAD_LINES[0]
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with_orjson = LedgerSummary.scan(path)
+    monkeypatch.setattr(ledger, "_array_loads", None)
+    without = LedgerSummary.scan(path)
+    assert (without.records, without.flops, without.work, without.n_problems, without.sha256) == \
+        (with_orjson.records, with_orjson.flops, with_orjson.work, with_orjson.n_problems, with_orjson.sha256)
+    assert without.records == 298 and without.problems[0].line == 101
