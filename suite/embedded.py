@@ -351,8 +351,8 @@ class PRMSpec:
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-3, max_minutes=11.0),
-    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, max_minutes=5.0, backbone_sft_steps=400),
+    "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-3, max_minutes=9.0),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, max_minutes=4.0, backbone_sft_steps=300),
 }
 
 
@@ -492,33 +492,42 @@ def continue_sft(model, tokenizer, spec: PolicySpec, steps: int, seed: int) -> f
     return greedy_accuracy(model, tokenizer, arith.generate(100, HELDOUT_SEED, "train"))
 
 
-def build_prm(name: str) -> None:
-    """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy."""
+def build_prm(name: str, resume: bool = False) -> None:
+    """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy.
+    `resume` continues training the shipped PRM (another max_minutes; policy samples then come
+    from the shipped init policy) and keeps the earlier record in build.json."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .prm import model_class
+    from .prm import PRM, model_class
 
     spec = PRMS[name]
-    torch.manual_seed(spec.seed)
+    torch.manual_seed(spec.seed + resume)
     tokenizer = load_tokenizer()
     tokenizer.padding_side = "right"
     policy = AutoModelForCausalLM.from_pretrained(models_dir() / spec.init_from).float().eval()
-    config = policy.config
-    config.architectures = ["Qwen2ForProcessRewardModel"]
-    config.num_labels = 2
     t0 = time.time()
-    backbone_acc = continue_sft(policy, tokenizer, POLICIES[spec.init_from], spec.backbone_sft_steps, spec.seed)
-    log(f"{name}: backbone {spec.init_from} + {spec.backbone_sft_steps} SFT steps: greedy accuracy "
-        f"{backbone_acc:.2f} ({time.time() - t0:.0f}s)")
-    policy.eval()
-    model = model_class()(config)
-    model.model.load_state_dict(policy.model.state_dict())
+    previous = None
+    if resume:
+        previous = json.loads((models_dir() / name / "build.json").read_text())
+        model = PRM.load(models_dir() / name, device="cpu", dtype=torch.float32).model
+        backbone_acc = previous["backbone_greedy_accuracy_heldout100"]
+    else:
+        config = policy.config
+        config.architectures = ["Qwen2ForProcessRewardModel"]
+        config.num_labels = 2
+        backbone_acc = continue_sft(policy, tokenizer, POLICIES[spec.init_from], spec.backbone_sft_steps, spec.seed)
+        log(f"{name}: backbone {spec.init_from} + {spec.backbone_sft_steps} SFT steps: greedy accuracy "
+            f"{backbone_acc:.2f} ({time.time() - t0:.0f}s)")
+        policy.eval()
+        model = model_class()(config)
+        model.model.load_state_dict(policy.model.state_dict())
     pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
     heldout_synth = prm_examples(400, spec.seed + 1000)
     heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 200)
     log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
-    rng = random.Random(spec.seed)
+    t_train = time.time()  # the wall-clock guard covers PRM training only
+    rng = random.Random(spec.seed + resume)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -542,7 +551,7 @@ def build_prm(name: str) -> None:
         if min(synth, sampled) >= spec.target:
             stop = "target"
             break
-        if time.time() - t0 > spec.max_minutes * 60:
+        if time.time() - t_train > spec.max_minutes * 60:
             stop = "max_minutes"
             break
     synth = prm_step_accuracy(model, tokenizer, heldout_synth)
@@ -554,7 +563,7 @@ def build_prm(name: str) -> None:
         "heldout_synthetic": synth, "heldout_policy_samples": sampled,
         "heldout": f"prm_examples(400, {spec.seed + 1000}) and 200 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
         "train_seconds": round(time.time() - t0, 1), "history": history,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(), "resumed_from": previous,
     })
     log(f"{name}: shipped")
 
@@ -567,15 +576,16 @@ PIECES = {"data": build_data, "tokenizer": build_tokenizer,
           **{name: (lambda n=name: build_prm(n)) for name in ("prm-proxy", "prm")}}
 
 
-def build(only: list[str] | None = None, threads: int = 2) -> None:
-    """Build the named pieces (all, in dependency order, when `only` is empty)."""
+def build(only: list[str] | None = None, threads: int = 2, resume: bool = False) -> None:
+    """Build the named pieces (all, in dependency order, when `only` is empty); `resume`
+    continues training shipped PRMs instead of starting them afresh."""
     import torch
 
     torch.set_num_threads(threads)
     for name in only or list(PIECES):
         if name not in PIECES:
             raise SystemExit(f"unknown piece {name!r}; pieces: {', '.join(PIECES)}")
-        PIECES[name]()
+        build_prm(name, resume=True) if resume and name in PRMS else PIECES[name]()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -586,8 +596,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--only", action="append", metavar="PIECE",
                    help=f"build only this piece (repeatable): {', '.join(PIECES)}; default: all, in order")
     b.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    b.add_argument("--resume", action="store_true",
+                   help="continue training the shipped PRMs named by --only (another max_minutes each)")
     args = parser.parse_args(argv)
-    build(args.only, args.threads)
+    build(args.only, args.threads, args.resume)
     return 0
 
 

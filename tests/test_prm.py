@@ -1,0 +1,101 @@
+"""The tiny PRMs: Qwen2.5-Math-PRM interface, step accuracy, token counts, sharded loading."""
+
+import json
+
+import pytest
+
+from suite import arith, embedded
+from suite.errors import RaceError
+from suite.prm import PRM, STEP_TOKEN, build_input
+from suite.rewards import get_reward_system
+
+Q = "Mia has 5 apples. Mia gets 3 more. Mia loses 2. How many apples does Mia have now?"
+GOLD = ["5 + 3 = 8", "8 - 2 = 6", "\\boxed{6}"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def prm():
+    return PRM.load(embedded.models_dir() / "prm", device="cpu")
+
+
+def test_state_dict_names_match_qwen25_math_prm(prm):
+    keys = set(prm.model.state_dict())
+    assert {"score.0.weight", "score.0.bias", "score.2.weight", "score.2.bias", "model.embed_tokens.weight"} <= keys
+    assert all(k.startswith(("model.", "score.")) for k in keys)
+    assert prm.model.score[2].out_features == 2 and not any(k.startswith("lm_head") for k in keys)
+    config = json.loads((prm.path / "config.json").read_text())
+    assert config["model_type"] == "qwen2" and config["architectures"] == ["Qwen2ForProcessRewardModel"]
+
+
+def test_one_reward_per_step_and_tokens_counted(prm):
+    (s,) = prm.score([Q], [GOLD])
+    assert len(s.step_rewards) == 3 and all(0 <= r <= 1 for r in s.step_rewards)
+    text = build_input(prm.tokenizer, Q, GOLD)
+    assert text.count(STEP_TOKEN) == 3
+    assert s.tokens == len(prm.tokenizer.encode(text))
+
+
+@pytest.mark.parametrize("name", ["prm", "prm-proxy"])
+def test_step_accuracy_reproduces_the_build_record(name):
+    # The shipped float16 PRM scores the build's held-out synthetic steps as the build measured.
+    # (The target of > 0.95 is NOT met yet: see build.json and the lead's report.)
+    loaded = PRM.load(embedded.models_dir() / name, device="cpu")
+    build = json.loads((embedded.models_dir() / name / "build.json").read_text())
+    seed = build["spec"]["seed"] + 1000
+    got = embedded.prm_step_accuracy(loaded.model, loaded.tokenizer, embedded.prm_examples(400, seed))
+    assert got["steps"] == build["heldout_synthetic"]["steps"]
+    assert got["step_accuracy"] == pytest.approx(build["heldout_synthetic"]["step_accuracy"], abs=0.02)
+
+
+def test_proxy_is_cheaper_than_prm(prm):
+    proxy = PRM.load(embedded.models_dir() / "prm-proxy", device="cpu")
+    assert proxy.n_params < prm.n_params / 2
+
+
+def test_sharded_checkpoint_loads_to_the_same_scores(prm, tmp_path):
+    # Qwen2.5-Math-PRM-7B ships sharded safetensors with an index; the loader must read those.
+    from safetensors.torch import load_file, save_file
+
+    src = embedded.models_dir() / "prm"
+    state = load_file(src / "model.safetensors")
+    keys = sorted(state)
+    halves = {"model-00001-of-00002.safetensors": keys[: len(keys) // 2],
+              "model-00002-of-00002.safetensors": keys[len(keys) // 2:]}
+    for shard, ks in halves.items():
+        save_file({k: state[k] for k in ks}, tmp_path / shard)
+    index = {"weight_map": {k: shard for shard, ks in halves.items() for k in ks}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / f).write_bytes((src / f).read_bytes())
+    sharded = PRM.load(tmp_path, device="cpu")
+    assert sharded.score([Q], [GOLD])[0].step_rewards == pytest.approx(prm.score([Q], [GOLD])[0].step_rewards, abs=1e-6)
+
+
+def test_missing_folder_and_missing_weights_are_named(tmp_path):
+    with pytest.raises(RaceError, match="no config.json"):
+        PRM.load(tmp_path / "nothing")
+    (tmp_path / "config.json").write_text((embedded.models_dir() / "prm" / "config.json").read_text())
+    with pytest.raises(RaceError, match="model.safetensors"):
+        PRM.load(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["prm", "proxy_prm"])
+def test_prm_reward_systems_charge_scored_tokens(name):
+    system = get_reward_system(name, device="cpu")
+    assert system.kind == "model" and system.model_path.endswith(("prm", "prm-proxy"))
+    completions = ["\n\n".join(GOLD), "5 + 3 = 9\n\n9 - 2 = 7\n\n\\boxed{7}", ""]
+    rewards = system([Q] * 3, completions, answer=["6"] * 3, question=[Q] * 3)
+    assert all(0.0 <= r <= 1.0 for r in rewards) and rewards[2] == 0.0
+    lengths = system.last_scored_lengths
+    assert lengths[2] == 0 and lengths[0] == len(system.prm.tokenizer.encode(build_input(system.prm.tokenizer, Q, GOLD)))
+    assert system.last_seconds > 0
+    # The question can also come from the chat prompt when no question column exists.
+    prompt = [{"role": "user", "content": Q}]
+    assert system([prompt], [completions[0]], answer=["6"]) == pytest.approx(rewards[:1])
