@@ -354,8 +354,8 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict
     """Per-step FLOPs of a submission's ledger, read from the report's relative `ledger.path`
     inside the submissions folder (never outside it) when its sha256 matches the report; else
     None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once;
-    `scans` (from suite.validate.shared_ledgers) lends the series the validator read (or reads
-    it now), used when every line of that ledger was a good record."""
+    `scans` (from suite.validate.shared_ledgers) lends the series the validator already read
+    when every line of that ledger was a good record."""
     ref = doc.get("ledger") or {}
     sha = str(ref.get("sha256", ""))
     if cache is not None and sha in cache:
@@ -366,10 +366,6 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict
                       "(`race submit` stores it there when it sits beside the report)")
     if path.stat().st_size > MAX_LEDGER_BYTES:
         return None, "the ledger is larger than the site's limit"
-    if scans is not None and path not in scans:     # not validated (check=False): read it now
-        from .validate.context import scan_ledger
-
-        scan_ledger(path)
     scanned = (scans or {}).get(path)
     if scanned is not None and scanned.series is not None and scanned.error is None and not scanned.n_problems:
         # No bad line: the strict reader's records are exactly the lines a plain parse keeps.
