@@ -145,6 +145,9 @@ def settings_of(bc: BenchCell) -> dict:
     reward_model = cell.reward.options.get("model_path") or _default_reward_model(cell.reward.system)
     if reward_model:
         d["weights"]["reward_model"] = weights_digest(reward_model)
+    from .evaluate import default_judge
+
+    d["weights"]["judge"] = weights_digest(default_judge())  # the probe's process judge
     return d
 
 
