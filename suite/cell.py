@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .atomic import write_text_atomic
 from .errors import RaceError
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -311,17 +312,6 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
 
 def dump_cell(cell: CellSpec, path: str | os.PathLike) -> Path:
     """Write the resolved cell (absolute paths) as YAML, atomically."""
-    import tempfile
-
     import yaml
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(cell.to_dict(), sort_keys=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, yaml.safe_dump(cell.to_dict(), sort_keys=False))

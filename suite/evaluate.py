@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic import write_jsonl_atomic
 from .errors import RaceError
 
 # ------------------------------------------------------------------------------ targets
@@ -461,15 +462,7 @@ def _jsonable(obj):
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    # Atomic, like every file the suite writes: temp file in the same folder, then os.replace.
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(_jsonable(r), ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_jsonl_atomic(path, [_jsonable(r) for r in rows])
 
 
 def evaluate(config: EvalConfig, lm=None) -> list[dict]:
@@ -523,7 +516,7 @@ def _generate(lm, manager, name: str, limit: int | None) -> tuple[dict, list[dic
 def _score(config: EvalConfig, name: str, samples: list[dict], tokenizer, adapter_cfg, judge, judge_path,
            native, result: dict) -> list[dict]:
     """The rows of one target from its logged completions; writes the logs when asked."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     docs = [s["doc"] for s in samples]
     prompts = [s["arguments"][0][0] for s in samples]
@@ -642,7 +635,7 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
     """Evaluate RUN_DIR/adapter on `targets` with all three metrics, keep lm-eval's per-sample
     logs in RUN_DIR/eval/, and write the rows into RUN_DIR/report.json atomically (rows for the
     same target and metric are replaced; the report stays valid). Returns the new rows."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     run_dir = Path(run_dir)
     report_path = run_dir / "report.json"
@@ -674,7 +667,7 @@ def evaluate_base(model: str | Path, out: str | Path, targets=DEFAULT_TARGETS, l
                   device: str = "cpu") -> dict:
     """Score a base model without adapter (the reference row): OUT/evaluations.json holds
     {"model": <report model object>, "adapter": null, "evaluations": [...]}; logs in OUT/eval/."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     out = Path(out)
     config = EvalConfig(model=str(model), adapter=None, targets=tuple(targets), limit=limit, backend=backend,

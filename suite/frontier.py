@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from .atomic import atomic_path, write_text_atomic
 from .errors import RaceError
 
 # Report files larger than this are not run reports (those are a few kB); refuse before reading.
@@ -403,37 +403,14 @@ def moves_table(ms: list[Move]) -> str:
         f"{m.p_to:.3f} | {m.delta:+.3f} | {m.held} |\n" for m in ms)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _save_figure(fig, out: Path, stem: str) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
         final = out / f"{stem}.{ext}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".{ext}", dir=out)
-        os.close(fd)
-        try:
+        with atomic_path(final) as tmp:
             # svg.hashsalt + no date metadata keep SVGs byte-identical between runs.
             meta = {"Date": None} if ext == "svg" else {"Software": None}
             fig.savefig(tmp, format=ext, dpi=110, metadata=meta)
-            os.replace(tmp, final)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
         paths.append(final)
     return paths
 

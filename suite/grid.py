@@ -488,7 +488,7 @@ def evaluated(report: Path, ev: EvalPlan) -> bool:
 
 def _declare_band(report: Path, band: tuple[int, int]) -> None:
     """Write the grid's IsoFLOP band into the run's report (budget.band), atomically."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     doc = json.loads(report.read_text(encoding="utf-8"))
     want = {"low": band[0], "high": band[1]}
@@ -580,7 +580,7 @@ def _spent(report: Path) -> int:
 
 def write_plan(planned: Sequence[PlannedCell], out: Path, g: Grid | None = None) -> Path:
     """out/grid.json: the grid's declaration and every planned cell (atomic)."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     doc = {"grid": None if g is None else {"name": g.name, "source": g.source, "band": g.band,
                                            "budgets": list(g.budgets), "engine_profile": g.engine_profile,

@@ -272,7 +272,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from . import accounting as acc
     from .ledger import LedgerWriter
     from .modelspec import load_spec
-    from .report import Budget, EngineSpec, RunSpec, build_report, write_json_atomic
+    from .atomic import write_json_atomic
+    from .report import Budget, EngineSpec, RunSpec, build_report
 
     out = Path(out)
     ledger_path, report_path, cmp_path = out / "ledger.jsonl", out / "report.json", out / "comparison.json"

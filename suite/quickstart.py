@@ -128,7 +128,7 @@ def _site(reports: Sequence[Path], out: Path) -> tuple[Path, list[str]]:
     import shutil
 
     from . import leaderboard
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     folder, staging = out / "submissions", out / "submissions-staged"
     folder.mkdir(parents=True, exist_ok=True)

@@ -18,13 +18,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
 from . import __version__
 from .errors import RaceError
-from .frontier import Allocation, Cell, Condition, allocations, best, by_condition, write_text_atomic
+from .atomic import write_text_atomic
+from .frontier import Allocation, Cell, Condition, allocations, best, by_condition
 
 SCHEMA_VERSION = "1.0"
 SCHEMA_FILE = "race-v1.schema.json"

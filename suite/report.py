@@ -4,19 +4,18 @@ The JSON Schema `schemas/report-v1.schema.json` is the contract; this module fol
 `build_report(ledger, spec)` streams the ledger once (constant memory), sums tokens, work,
 FLOPs and seconds per phase, hashes the file, and writes the identity of everything needed to
 recompute the FLOPs (policy and reward-model specs, adapter, GRPO settings, engine profile,
-attention convention). `write_json_atomic` is the one way the suite writes JSON files.
+attention convention).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import __version__
+from .atomic import write_json_atomic, write_text_atomic  # noqa: F401  (re-exported: callers use report.*)
 from .errors import RaceError
 from .ledger import PHASES, TOKEN_KEYS, utc_now
 
@@ -30,33 +29,6 @@ SCHEMA_FILE = "report-v1.schema.json"
 SCHEMA_ID = "https://race-suite.org/schemas/report/v1.json"
 ACCOUNTING_METHOD = "race-analytic"
 REWARD_KINDS = ("rule", "orm", "prm", "judge")
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write text to `path` atomically: a temp file in the same folder, fsync, then os.replace,
-    so readers never see a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
-    """Write `obj` as JSON to `path` atomically (see write_text_atomic). NaN/Infinity are
-    refused: they are not JSON."""
-    return write_text_atomic(path, json.dumps(obj, indent=indent, allow_nan=False, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,16 +29,16 @@ calls; update seconds the rest of the step.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from transformers import TrainerCallback
 
+from .atomic import write_jsonl_atomic
 from .errors import RaceError
 
 log = logging.getLogger(__name__)
@@ -434,13 +434,7 @@ class RaceLedger(TrainerCallback):
                 with open(self.out_dir / DISCARDED_FILE, "a", encoding="utf-8") as f:
                     for rec in drop:
                         f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-            tmp = path.with_name(f".{path.name}.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                for rec in keep:
-                    f.write(json.dumps(rec, separators=(",", ":")) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            write_jsonl_atomic(path, keep)
         for rec in keep:
             for k in self.spent:
                 self.spent[k] += rec["flops"][k]
@@ -460,7 +454,8 @@ class RaceLedger(TrainerCallback):
 
     def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
         """Build report.json from the ledger (suite.report.build_report) and write it atomically."""
-        from .report import build_report, write_json_atomic
+        from .atomic import write_json_atomic
+        from .report import build_report
 
         spec = run_spec or self.run_spec or self.default_run_spec()
         report = build_report(self.ledger_path, spec, report_dir=self.out_dir)

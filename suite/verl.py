@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .atomic import atomic_path
 from .errors import RaceError
 
 if TYPE_CHECKING:
@@ -160,9 +161,6 @@ def write_dataset(source: str | Path, dest: str | Path) -> int:
     Each row: data_source, prompt (chat messages), ability, reward_model.ground_truth (the gold
     answer, what suite/verl_reward.py compares against) and extra_info (index, question,
     solution for the dense reward)."""
-    import os
-    import tempfile
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -180,15 +178,8 @@ def write_dataset(source: str | Path, dest: str | Path) -> int:
                                     "solution": str(rec.get("solution") or "")}})
     if not rows:
         raise RaceError(f"{source}: no rows to convert")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    try:
+    with atomic_path(dest) as tmp:
         pq.write_table(pa.Table.from_pylist(rows), tmp)
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return len(rows)
 
 

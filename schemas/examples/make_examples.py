@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE.parents[1]))
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
 from suite.ledger import LedgerWriter  # noqa: E402
 from suite.modelspec import load_spec  # noqa: E402
-from suite.report import build_report, totals_from, write_json_atomic  # noqa: E402
+from suite.atomic import write_json_atomic  # noqa: E402
+from suite.report import build_report, totals_from  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16

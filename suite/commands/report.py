@@ -93,7 +93,8 @@ def _read_evaluations(path: str) -> list[dict]:
 def run(args) -> int:
     from pathlib import Path
 
-    from ..report import build_report, load_run_spec, write_text_atomic
+    from ..atomic import write_text_atomic
+    from ..report import build_report, load_run_spec
 
     out = Path(args.output) if args.output else None
     if args.spec is None:           # report files in: the paper table out (suite.render)

@@ -73,7 +73,7 @@ def run(args) -> int:
         findings = apply_strict(findings)
     text = RENDERERS[args.format](findings, files=files)
     if args.output:
-        from ..report import write_text_atomic
+        from ..atomic import write_text_atomic
 
         write_text_atomic(args.output, text)
     else:

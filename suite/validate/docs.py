@@ -25,7 +25,7 @@ def update(path) -> None:
     """Rewrite the generated block of `path` in place (atomically)."""
     from pathlib import Path
 
-    from ..report import write_text_atomic
+    from ..atomic import write_text_atomic
 
     text = Path(path).read_text()
     head, rest = text.split(RULES_BEGIN, 1)
