@@ -286,7 +286,7 @@ def update_command(kind: str, path: str | os.PathLike | None = None) -> str:
     return f"race bench --update-baseline --machine {kind}" + (f" --baseline {path}" if custom else "")
 
 
-def _benchmarks_of(doc: Any, where: str) -> dict[str, dict]:
+def _benchmarks_of(doc: Any) -> dict[str, dict]:
     """{cell name: benchmark} of a pytest-benchmark JSON document; ValueError says what is wrong."""
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ValueError("no `benchmarks` list (not pytest-benchmark JSON)")
@@ -312,7 +312,7 @@ def load_baseline(path: str | os.PathLike, kind: str | None = None) -> dict:
                         f"create it with: {update_command(kind, path)}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        _benchmarks_of(doc, str(path))
+        _benchmarks_of(doc)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
         why = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
         raise RaceError(f"baseline {path} is corrupt: {why}",
@@ -325,7 +325,7 @@ def load_run_json(path: str | os.PathLike) -> dict:
     path = Path(path)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        _benchmarks_of(doc, str(path))
+        _benchmarks_of(doc)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
         why = e.msg if isinstance(e, json.JSONDecodeError) else getattr(e, "strerror", None) or str(e)
         raise RaceError(f"benchmark results {path} are unreadable: {why}",
@@ -336,8 +336,8 @@ def load_run_json(path: str | os.PathLike) -> dict:
 def merged(baseline: dict | None, now: dict) -> dict:
     """`now` with the baseline's benchmarks of cells that did not run kept (a --fast refresh
     replaces only the fast cells)."""
-    ran = _benchmarks_of(now, "now")
-    kept = [b for name, b in (_benchmarks_of(baseline, "baseline").items() if baseline else ()) if name not in ran]
+    ran = _benchmarks_of(now)
+    kept = [b for name, b in (_benchmarks_of(baseline).items() if baseline else ()) if name not in ran]
     return {**now, "benchmarks": kept + list(now["benchmarks"])}
 
 
@@ -448,7 +448,7 @@ def compare(baseline: dict, now: dict, *, slower_pct: int | None = DEFAULT_SLOWE
     judged figures to these names or prefixes (ending in '.')."""
     from pytest_benchmark.utils import parse_compare_fail
 
-    base_b, now_b = _benchmarks_of(baseline, "baseline"), _benchmarks_of(now, "now")
+    base_b, now_b = _benchmarks_of(baseline), _benchmarks_of(now)
     time_check = parse_compare_fail(f"median:{int(slower_pct)}%") if slower_pct is not None else None
     rows: list[Row] = []
     compared = []
