@@ -343,7 +343,7 @@ def merged(baseline: dict | None, now: dict) -> dict:
 
 def write_baseline(path: str | os.PathLike, doc: dict) -> Path:
     """Write a baseline atomically (temp file in the same folder, then os.replace)."""
-    from .report import write_json_atomic
+    from .atomic import write_json_atomic
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     doc = {**doc, "benchmarks": sorted(doc["benchmarks"], key=lambda b: b["extra_info"]["cell"])}

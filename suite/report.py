@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import __version__
-from .atomic import write_json_atomic, write_text_atomic  # noqa: F401  (re-exported: callers use report.*)
 from .errors import RaceError
 from .ledger import PHASES, TOKEN_KEYS, utc_now
 
