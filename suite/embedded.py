@@ -340,19 +340,22 @@ class PRMSpec:
     seed: int
     max_steps: int = 3000
     batch: int = 64
-    lr: float = 2e-3
+    lr: float = 2e-3  #: backbone learning rate (warm-up, then cosine decay to 0 at max_steps)
+    head_lr: float = 3e-3  #: learning rate of the fresh score head (higher: it starts from nothing)
     policy_pool: int = 2048  #: completions of the init policy (T=1), labelled by rule
     policy_share: float = 0.25  #: share of each batch drawn from that pool
     eval_every: int = 100
     target: float = 0.97
-    max_minutes: float = 14.0  #: wall-clock guard on a shared 2-core machine (recorded when hit)
+    max_minutes: float = 14.0  #: wall-clock safety guard only; builds stop on max_steps (recorded when hit)
     backbone_sft_steps: int = 300  #: further SFT of the init policy first: a PRM can only judge
     #: steps it could compute itself (gold-matching labels need the running value)
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-3, max_minutes=9.0),
-    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, max_minutes=4.0, backbone_sft_steps=300),
+    "prm": PRMSpec(init_from="policy-m", seed=21, lr=5e-4, head_lr=3e-3, batch=32, max_steps=500,
+                   policy_pool=1024, max_minutes=12.0),
+    "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, head_lr=3e-3, batch=32, max_steps=500,
+                         policy_pool=1024, max_minutes=12.0, backbone_sft_steps=300),
 }
 
 
@@ -528,8 +531,13 @@ def build_prm(name: str, resume: bool = False) -> None:
     log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
     t_train = time.time()  # the wall-clock guard covers PRM training only
     rng = random.Random(spec.seed + resume)
-    opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50))
+    import math
+
+    opt = torch.optim.AdamW([{"params": model.model.parameters(), "lr": spec.lr},
+                             {"params": model.score.parameters(), "lr": spec.head_lr}], weight_decay=0.0)
+    warm = 30
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
+        1 + math.cos(math.pi * min(1.0, max(0, s - warm) / max(1, spec.max_steps - warm)))))
     loss_fn = torch.nn.CrossEntropyLoss()
     n_pool = round(spec.batch * spec.policy_share)
     history, stop = [], "max_steps"
