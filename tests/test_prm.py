@@ -45,7 +45,6 @@ def test_one_reward_per_step_and_tokens_counted(prm):
 @pytest.mark.parametrize("name", ["prm", "prm-proxy"])
 def test_step_accuracy_reproduces_the_build_record(name):
     # The shipped float16 PRM scores the build's held-out synthetic steps as the build measured.
-    # (The target of > 0.95 is NOT met yet: see build.json and the lead's report.)
     loaded = PRM.load(embedded.models_dir() / name, device="cpu")
     build = json.loads((embedded.models_dir() / name / "build.json").read_text())
     seed = build["spec"]["seed"] + 1000
@@ -99,3 +98,18 @@ def test_prm_reward_systems_charge_scored_tokens(name):
     # The question can also come from the chat prompt when no question column exists.
     prompt = [{"role": "user", "content": Q}]
     assert system([prompt], [completions[0]], answer=["6"]) == pytest.approx(rewards[:1])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2026-11-29 on the shipped prm (build.json: held-out synthetic step accuracy ~0.70, majority 0.60): "
+    "step rewards for '5 + 3 = 8' and '5 + 3 = 9' are 0.79 and 0.81 — it has not learned to check arithmetic; "
+    "remove this mark when the PRM discriminates"))
+def test_prm_reward_ranks_gold_above_a_wrong_step():
+    # The reward GRPO sees: a gold solution scores clearly above the same solution with one
+    # wrong step (carried on), and the wrong step itself gets a low step reward.
+    system = get_reward_system("prm", device="cpu")
+    wrong = ["5 + 3 = 9", "9 - 2 = 7", "\\boxed{7}"]
+    gold, bad = system([Q] * 2, ["\n\n".join(GOLD), "\n\n".join(wrong)], answer=["6"] * 2, question=[Q] * 2)
+    assert gold > 0.8 and bad < 0.3 and gold - bad > 0.5, (gold, bad)
+    steps = system.prm.score([Q, Q], [GOLD, wrong])
+    assert steps[0].step_rewards[0] > 0.5 > steps[1].step_rewards[0]
