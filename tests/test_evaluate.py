@@ -61,8 +61,9 @@ def test_pass1_is_not_string_match():
 # ---------------------------------------------------------------- the judge
 
 
-@pytest.mark.xfail(reason="the shipped tiny PRM (tasks/arith/models/prm, built 21:43) gives '4 - 3 = 1' and "
-                          "'4 - 3 = 2' the same step reward (0.795); remove this mark when it discriminates")
+@pytest.mark.xfail(strict=True, reason="measured 2026-11-29: the shipped tiny PRM (held-out step accuracy 0.70, "
+                                       "majority 0.60) gives '4 - 3 = 1' and '4 - 3 = 2' step rewards 0.800 and "
+                                       "0.799; remove this mark when it discriminates")
 def test_judge_scores_a_wrong_step_lower():
     from suite.rewards import get_reward_system
 
@@ -71,10 +72,10 @@ def test_judge_scores_a_wrong_step_lower():
     right = "4 - 3 = 1\n\n1 + 5 = 6\n\n\\boxed{6}"
     wrong = "4 - 3 = 2\n\n2 + 5 = 7\n\n\\boxed{7}"  # first step wrong
     scores = judge([q, q], [right, wrong], answer=["6", "6"], question=[q, q])
-    assert scores[0] > scores[1]
+    assert scores[0] - scores[1] >= 0.2  # a margin: a judge that ranks by noise must not pass
     steps_right = judge.prm.score([q], [right.split("\n\n")])[0].step_rewards
     steps_wrong = judge.prm.score([q], [wrong.split("\n\n")])[0].step_rewards
-    assert steps_wrong[0] < steps_right[0]  # the wrong step itself, not only the aggregate
+    assert steps_right[0] - steps_wrong[0] >= 0.2  # the wrong step itself, not only the aggregate
     assert len(judge.last_scored_lengths) == 2 and all(n > 0 for n in judge.last_scored_lengths)
 
 
