@@ -656,14 +656,14 @@ def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prom
 
 def verl_update_flops(spec: ModelSpec, seq_lengths: Sequence[int]) -> int:
     """verl's estimate (verl/utils/flops_counter.py, _estimate_qwen2_flops) for one update
-    pass over sequences of these lengths: 6 * N_dense * tokens + 12 * sum(L^2) * head_dim *
-    heads * layers, with N_dense the projection weights plus 2 * vocab * hidden (embedding and
+    pass over sequences of these lengths: 6 * N_dense * tokens + 6 * sum(L^2) * head_dim *
+    heads * layers (verl 0.9.1; older releases used 12), with N_dense the projection weights plus 2 * vocab * hidden (embedding and
     LM head, tied or not) -- the same for LoRA as for full fine-tuning. Rollout not counted."""
     h = spec.hidden_size
     mlp = 3 * h * spec.intermediate_size
     attn_lin = h * (spec.q_dim + 2 * spec.kv_dim + spec.q_dim)
     dense = (mlp + attn_lin) * spec.num_layers + 2 * spec.vocab_size * h
-    return 6 * dense * sum(seq_lengths) + 12 * sum(x * x for x in seq_lengths) * spec.head_dim \
+    return 6 * dense * sum(seq_lengths) + 6 * sum(x * x for x in seq_lengths) * spec.head_dim \
         * spec.num_heads * spec.num_layers
 
 
