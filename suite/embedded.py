@@ -216,6 +216,19 @@ def _sft_batch(tokenizer, problems, device="cpu"):
     return ids, mask, labels
 
 
+def _sft_step(model, tokenizer, stream: random.Random, batch: int, opt, sched):
+    """One full-parameter SFT step on `batch` fresh training problems; returns the loss."""
+    import torch
+
+    ids, mask, labels = _sft_batch(tokenizer, [arith.make_problem(stream, arith.DIFFICULTIES["train"])
+                                               for _ in range(batch)])
+    loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step(), sched.step(), opt.zero_grad()
+    return loss
+
+
 def greedy_completions(model, tokenizer, questions: list[str], max_new_tokens: int = 64, batch: int = 128) -> list[str]:
     """Greedy completions (left-padded batches through generate)."""
     import torch
@@ -279,12 +292,7 @@ def build_policy(name: str) -> None:
     t0 = time.time()
     for step in range(1, spec.max_steps + 1):
         model.train()
-        ids, mask, labels = _sft_batch(tokenizer, [arith.make_problem(stream, arith.DIFFICULTIES["train"])
-                                                   for _ in range(spec.batch)])
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step(), sched.step(), opt.zero_grad()
+        loss = _sft_step(model, tokenizer, stream, spec.batch, opt, sched)
         if step % 50 == 0:
             log(f"{name} step {step} loss {loss.item():.3f} ({time.time() - t0:.0f}s)")
         if step % spec.eval_every or loss.item() > spec.eval_below_loss:
@@ -483,12 +491,7 @@ def continue_sft(model, tokenizer, spec: PolicySpec, steps: int, seed: int) -> f
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 * (1 + math.cos(math.pi * s / max(1, steps))))
     model.train()
     for step in range(1, steps + 1):
-        ids, mask, labels = _sft_batch(tokenizer, [arith.make_problem(stream, arith.DIFFICULTIES["train"])
-                                                   for _ in range(spec.batch)])
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step(), sched.step(), opt.zero_grad()
+        loss = _sft_step(model, tokenizer, stream, spec.batch, opt, sched)
         if step % 50 == 0:
             log(f"backbone SFT step {step} loss {loss.item():.3f}")
     model.eval()
