@@ -307,7 +307,12 @@ def load_lm(model: str | Path, adapter: str | Path | None, backend: str = "hf", 
         if find_spec("vllm") is None:
             raise RaceError("backend 'vllm' needs vllm, which is not installed",
                             "on a CUDA machine: pip install vllm (optional extra); or use --backend hf")
-        from lm_eval.models.vllm_causallms import VLLM
+        try:
+            from lm_eval.models.vllm_causallms import VLLM
+        except Exception as e:  # a broken vLLM stack fails in many ways (torchvision ops, metadata)
+            raise RaceError(f"backend 'vllm' could not be loaded: {type(e).__name__}: {e}",
+                            "see docs/distributed.md for the vLLM versions that work together; "
+                            "or use --backend hf") from None
 
         rank = int(cfg["r"]) if cfg else 16
         lora = {"lora_local_path": str(adapter), "max_lora_rank": max(8, 1 << (rank - 1).bit_length())} if cfg else {}
