@@ -403,6 +403,20 @@ def moves_table(ms: list[Move]) -> str:
         f"{m.p_to:.3f} | {m.delta:+.3f} | {m.held} |\n" for m in ms)
 
 
+def _finish(fig, axes, used: int, title: str, out: Path, stem: str) -> list[Path]:
+    """Blank the unused panels, title the figure, save it as PNG and SVG and close it."""
+    import matplotlib.pyplot as plt
+
+    for ax in list(axes.flat)[used:]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    try:
+        return _save_figure(fig, out, stem)
+    finally:
+        plt.close(fig)
+
+
 def _save_figure(fig, out: Path, stem: str) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
@@ -448,12 +462,8 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
         ax.grid(alpha=0.3)
         if len(ax.get_lines()) <= 24:  # a legend for hundreds of lines helps nobody
             ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(evals):]:
-        ax.axis("off")
-    fig.suptitle("Score against update share per condition (★ best observed allocation)")
-    fig.tight_layout()
-    written += _save_figure(fig, out, "score_vs_update_share")
-    plt.close(fig)
+    written += _finish(fig, axes, len(evals), "Score against update share per condition (★ best observed "
+                       "allocation)", out, "score_vs_update_share")
 
     fig, axes = plt.subplots(nrow, ncol, figsize=(5 * ncol, 3.8 * nrow), squeeze=False)
     models = sorted({(c.condition.params_total, c.condition.model) for c in cells})
@@ -469,12 +479,7 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
         ax.set_ylabel("score")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(evals):]:
-        ax.axis("off")
-    fig.suptitle("Score against total training FLOPs")
-    fig.tight_layout()
-    written += _save_figure(fig, out, "score_vs_total_flops")
-    plt.close(fig)
+    written += _finish(fig, axes, len(evals), "Score against total training FLOPs", out, "score_vs_total_flops")
     return written
 
 
