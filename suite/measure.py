@@ -105,7 +105,6 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
     [left-padded prompt | right-padded completion] and its backward, with PEFT and gradient
     checkpointing set up as GRPOTrainer does. On meta/CPU the fused head scores every position
     ('trl-cpu' profile)."""
-    import torch
     from trl.trainer.utils import add_fused_lm_head
 
     m = model if model is not None else build_model(spec, device)

@@ -1,7 +1,6 @@
 """The shipped embedded tokenizer and tiny policies, and the build's determinism."""
 
 import json
-import shutil
 
 import pytest
 

@@ -4,7 +4,6 @@ silently; streaming reads; the fast record check agrees with the JSON Schema."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 

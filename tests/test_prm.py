@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from suite import arith, embedded
+from suite import embedded
 from suite.errors import RaceError
 from suite.prm import PRM, STEP_TOKEN, build_input
 from suite.rewards import get_reward_system

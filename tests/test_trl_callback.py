@@ -63,8 +63,6 @@ def test_ledger_matches_flop_counter(tmp_path, policy, lora_rank, beta, mu):
 
 
 def test_budget_stop_never_overspends(tmp_path, policy):
-    from suite.accounting import phase_flops, work_from_lengths  # noqa: F401  (ledger uses them)
-
     trainer, ledger, prep = _trainer(tmp_path, policy, 50)
     # A budget of about three steps: the run must stop on its own, below the budget.
     ledger.budget = int(3.5 * prep["first_step_bound"])
