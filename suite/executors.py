@@ -171,7 +171,9 @@ def run_ray(jobs: Sequence[Job], address: str | None = None, num_cpus: int | Non
             ray.init(**init)
         except ConnectionError as e:
             raise RaceError(f"cannot reach the Ray cluster at {address}: {e}",
-                            "start it with `ray start --head` or pass the right --address") from None
+                            "start it with `ray start --head` or pass the right --address; a cluster with token "
+                            "authentication (Ray's default since 2.59) needs RAY_AUTH_MODE=token and its token in "
+                            "RAY_AUTH_TOKEN (`ray get-auth-token` on the head)") from None
     remote_call = ray.remote(_call)
     try:
         # Starting Ray takes seconds: a straggler of a killed run may have finished meanwhile.

@@ -593,8 +593,9 @@ def write_plan(planned: Sequence[PlannedCell], out: Path, g: Grid | None = None)
 
 def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *, workers: int = 1,
         executor: str = "local", threads: int | None = None, progress: bool = True,
-        grid: Grid | None = None) -> GridResult:
-    """Run and evaluate every planned cell into out/cells/<id>/ through suite.executors.
+        grid: Grid | None = None, address: str | None = None, gpus_per_cell: float = 0.0) -> GridResult:
+    """Run and evaluate every planned cell into out/cells/<id>/ through suite.executors
+    (`address` and `gpus_per_cell`: the ray executor's cluster and per-cell GPU reservation).
     Finished cells (a report with evaluations for every target) are skipped; a cell that
     crashed resumes from its checkpoint. A failed cell does not stop the others; failures are
     returned (and their tracebacks written to the cell's error.txt)."""
@@ -610,7 +611,7 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     spent = sum(_spent(cell_dir(out, pc.cell) / "report.json") for pc in done)
     jobs = [Job(key=pc.cell.id, fn=run_and_evaluate,
                 args=(pc.cell.spec, str(cell_dir(out, pc.cell)), pc.cell.band, ev, threads),
-                resources=Resources(cpus=threads)) for pc in todo]
+                resources=Resources(cpus=threads, gpus=gpus_per_cell)) for pc in todo]
     bar = None
     if progress:
         from tqdm import tqdm
@@ -620,7 +621,7 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
         bar.set_postfix_str(f"FLOPs {spent:.3g}/{total_budget:.3g}")
     ran, failed = [], {}
     try:
-        options = {"workers": workers} if executor == "local" else {}
+        options = {"workers": workers} if executor == "local" else {"address": address}
         for r in (run_jobs(jobs, executor, **options) if jobs else ()):
             folder = out / CELLS_DIR / r.key
             if r.ok:

@@ -25,6 +25,11 @@ def configure(p):
                    help="cells run at once (default 1: two torch jobs on a 2-core machine each run ~4x slower)")
     p.add_argument("--executor", default="local", metavar="NAME",
                    help="where cells run: local (worker processes, default) or ray (needs the ray extra)")
+    p.add_argument("--address", metavar="ADDR",
+                   help="ray only: an existing Ray cluster ('auto' or HOST:PORT); default: a local Ray instance "
+                        "started for this grid and shut down after it")
+    p.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G",
+                   help="ray only: GPUs each cell reserves (fractions share a GPU; default 0: CPU cells)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="torch threads per cell (default: CPU cores / workers)")
     p.add_argument("--limit", type=int, metavar="N",
@@ -60,6 +65,11 @@ def run(args) -> int:
         raise RaceError(f"--workers must be >= 1, got {args.workers}")
     if args.threads is not None and args.threads < 1:
         raise RaceError(f"--threads must be >= 1, got {args.threads}")
+    if args.executor != "ray" and (args.address or args.gpus_per_cell):
+        raise RaceError("--address and --gpus-per-cell are options of the ray executor",
+                        "add --executor ray, or drop them to run cells on this machine")
+    if args.gpus_per_cell < 0:
+        raise RaceError(f"--gpus-per-cell must be >= 0, got {args.gpus_per_cell:g}")
     if not args.plan and not args.out:
         raise RaceError("--out DIR is required to run a grid", "or pass --plan to only print the plan")
     g = grid.load(args.grid)
@@ -73,7 +83,7 @@ def run(args) -> int:
     if args.plan:
         return 0
     res = grid.run(planned, args.out, ev, workers=args.workers, executor=args.executor, threads=args.threads,
-                   progress=not args.no_progress, grid=g)
+                   progress=not args.no_progress, grid=g, address=args.address, gpus_per_cell=args.gpus_per_cell)
     print(f"{len(res.ran)} cells run, {len(res.skipped)} already done, {len(res.failed)} failed; "
           f"plan in {res.out / grid.PLAN_FILE}, runs in {res.out / grid.CELLS_DIR}/")
     if res.failed:
