@@ -31,7 +31,7 @@ def configure(p):
     p.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G",
                    help="ray only: GPUs each cell reserves (fractions share a GPU; default 0: CPU cells)")
     p.add_argument("--threads", type=int, metavar="N",
-                   help="torch threads per cell (default: CPU cores / workers)")
+                   help="torch threads per cell, and the CPUs each Ray task reserves (default: CPU cores / workers)")
     p.add_argument("--limit", type=int, metavar="N",
                    help="evaluate only the first N problems of each target (overrides the grid's eval.limit)")
     p.add_argument("--targets", nargs="+", metavar="TARGET",
