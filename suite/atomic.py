@@ -1,7 +1,7 @@
 """Atomic file writes: the one way the suite writes files that others read.
 
 A temp file in the same folder, fsync, then os.replace: readers (and a crash) never see a
-half-written file.
+half-written file. The file gets the permissions open() would give it (mkstemp's are 0600).
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 @contextmanager
@@ -26,6 +29,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield Path(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import arith
+from .atomic import atomic_path, write_text_atomic
 from .prm import STEP_TOKEN, SYSTEM_PROMPT
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", STEP_TOKEN)
@@ -60,15 +59,6 @@ def models_dir() -> Path:
     return task_dir() / "models"
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; shipped files are world-readable
-    os.replace(tmp, path)
-
-
 def log(msg: str) -> None:
     print(f"[embedded {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -89,7 +79,7 @@ def build_data() -> None:
             rng_seed += 1000
         if name == "train":
             train_q = {r["question"] for r in rows}
-        _atomic_write(data / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        write_text_atomic(data / f"{name}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
         log(f"data/{name}.jsonl: {len(rows)} problems")
 
 
@@ -133,7 +123,7 @@ def build_tokenizer() -> None:
         "chat_template": CHAT_TEMPLATE,
         "extra_special_tokens": [STEP_TOKEN],
     }
-    _atomic_write(out / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
+    write_text_atomic(out / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
     log(f"tokenizer: {tok.get_vocab_size()} tokens")
 
 
@@ -147,7 +137,7 @@ def load_tokenizer(folder: Path | None = None):
 def _copy_tokenizer(dst: Path) -> None:
     src = models_dir() / "tokenizer"
     for name in ("tokenizer.json", "tokenizer_config.json"):
-        _atomic_write(dst / name, (src / name).read_text())
+        write_text_atomic(dst / name, (src / name).read_text())
 
 
 # ---------------------------------------------------------------- policies
@@ -260,15 +250,12 @@ def _save_model(model, folder: Path, build: dict) -> None:
 
     folder.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model.")
-    os.close(fd)
-    save_file(state, tmp, metadata={"format": "pt"})
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, folder / "model.safetensors")
+    with atomic_path(folder / "model.safetensors") as tmp:
+        save_file(state, tmp, metadata={"format": "pt"})
     model.config.dtype = "float32"
-    _atomic_write(folder / "config.json", model.config.to_json_string())
+    write_text_atomic(folder / "config.json", model.config.to_json_string())
     _copy_tokenizer(folder)
-    _atomic_write(folder / "build.json", json.dumps(build, indent=2) + "\n")
+    write_text_atomic(folder / "build.json", json.dumps(build, indent=2) + "\n")
 
 
 def build_policy(name: str) -> None:

@@ -125,6 +125,9 @@ def test_write_json_atomic_leaves_no_temp_and_refuses_nan(tmp_path):
         write_json_atomic(p, {"x": float("nan")})
     assert json.loads(p.read_text()) == {"x": 2}  # the old file survives a failed write
     assert os.listdir(p.parent) == ["r.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert p.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() would make it, not mkstemp's 0600
 
 
 def test_race_report_cli(ledger, tmp_path, capsys):
