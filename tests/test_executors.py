@@ -130,6 +130,14 @@ def _kill_session(proc: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
+def _finish(proc: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The driver's (stdout, stderr) once it exits; whatever it left behind is killed."""
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        _kill_session(proc)
+
+
 @pytest.mark.skipif(not os.environ.get("CI") and
                     __import__("importlib").util.find_spec("ray") is None,
                     reason="Ray not installed (optional extra: pip install -c constraints.txt -e '.[ray]')")
@@ -152,10 +160,7 @@ def test_ray_grid_resumes_after_driver_killed_without_rerunning(tmp_path):
     assert 1 <= len(done_before) < n, "the kill must land midway"
 
     second = _start_driver(tmp_path, n, seconds)
-    try:
-        out, err = second.communicate(timeout=60)
-    finally:
-        _kill_session(second)
+    out, err = _finish(second, timeout=60)
     assert second.returncode == 0, err[-3000:]
     statuses = dict(line.split() for line in out.splitlines())
     assert {k for k, s in statuses.items() if s == "skipped"} == done_before
