@@ -154,3 +154,32 @@ def step_labels(steps: list[str], gold_solution: str, answer: str) -> list[bool]
         step = parse_step(text)
         labels.append(step is not None and i < len(gold) and step == gold[i])
     return labels
+
+
+def expected_steps(steps: list[str], gold_solution: str) -> list[str | None]:
+    """What each of `steps` should read given the steps before it: gold step i's event applied
+    to the value the previous step stated (so an error carried forward is consistent), then
+    \\boxed{} of the last value; None past that. A PRM checks a step against this."""
+    gold = [parse_step(s) for s in gold_steps(gold_solution)]
+    expected: list[str | None] = []
+    value = gold[0].left
+    for i, text in enumerate(steps):
+        if i < len(gold):
+            g = gold[i]
+            expected.append(str(Step(value, g.op, g.right, apply(value, g.op, g.right))))
+        else:
+            expected.append(f"\\boxed{{{value}}}" if i == len(gold) else None)
+        step = parse_step(text)
+        if step is not None:
+            value = step.result
+        elif i < len(gold):
+            value = apply(value, gold[i].op, gold[i].right)
+    return expected
+
+
+def valid_step_labels(steps: list[str], gold_solution: str) -> list[bool]:
+    """Local rule labels: step i is valid when it reads exactly as expected_steps says — the
+    question's i-th event applied correctly to the previous step's value. Unlike step_labels,
+    a step that carries an earlier error forward correctly is valid: the first wrong step is
+    where the error is, and a min over step rewards still scores the solution by it."""
+    return [e is not None and text == e for text, e in zip(steps, expected_steps(steps, gold_solution))]

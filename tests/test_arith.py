@@ -52,6 +52,25 @@ def test_step_labels_mark_near_misses_and_carried_errors():
     assert arith.step_labels(extra, p.solution, "6") == [True, True, False, False]
 
 
+
+def test_valid_step_labels_find_the_first_error_and_accept_it_carried_on():
+    # The PRM's labels: a step is valid when it applies the question's event to the value the
+    # step before it stated — so only the step where an error enters is invalid.
+    p = arith.Problem("q", (arith.Step(5, "+", 3, 8), arith.Step(8, "-", 2, 6)), 6)
+    good = arith.split_steps(p.solution)
+    assert arith.valid_step_labels(good, p.solution) == [True, True, True]
+    carried = ["5 + 3 = 9", "9 - 2 = 7", "\\boxed{7}"]
+    assert arith.expected_steps(carried, p.solution) == ["5 + 3 = 8", "9 - 2 = 7", "\\boxed{7}"]
+    assert arith.valid_step_labels(carried, p.solution) == [False, True, True]
+    # Jumping back to gold is not a valid step from a stated 9; nor is a wrong operand or operator.
+    assert arith.valid_step_labels(["5 + 3 = 9", "8 - 2 = 6", "\\boxed{6}"], p.solution) == [False, False, True]
+    assert arith.valid_step_labels(["5 + 4 = 9", "9 + 2 = 11", "\\boxed{11}"], p.solution) == [False, False, True]
+    # A skipped event, an extra step, a wrong box, an unparsable step.
+    assert arith.valid_step_labels(["5 + 3 = 8", "\\boxed{8}"], p.solution) == [True, False]
+    assert arith.valid_step_labels([*good[:2], "6 + 0 = 6", "\\boxed{6}"], p.solution) == [True, True, False, False]
+    assert arith.valid_step_labels([*good[:2], "\\boxed{7}"], p.solution) == [True, True, False]
+    assert arith.valid_step_labels(["five and three", "8 - 2 = 6", "\\boxed{6}"], p.solution) == [False, True, True]
+
 def test_shipped_splits_have_their_sizes_and_no_test_leak():
     data = tasks() / "arith" / "data"
     rows = {n: [json.loads(l) for l in (data / f"{n}.jsonl").read_text().splitlines()]
