@@ -12,6 +12,8 @@ build measured).
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import random
 import sys
@@ -336,21 +338,31 @@ class PRMSpec:
     max_steps: int = 3000
     batch: int = 64
     lr: float = 2e-3  #: backbone learning rate (warm-up, then cosine decay to 0 at max_steps)
-    head_lr: float = 3e-3  #: learning rate of the fresh score head (higher: it starts from nothing)
+    head_lr: float = 3e-3  #: learning rate of the fresh parts, score head and extra layers (higher:
+    #: they start from nothing)
     policy_pool: int = 2048  #: completions of the init policy (T=1), labelled by rule
     policy_share: float = 0.25  #: share of each batch drawn from that pool
     eval_every: int = 100
     target: float = 0.97
     max_minutes: float = 14.0  #: wall-clock safety guard only; builds stop on max_steps (recorded when hit)
     backbone_sft_steps: int = 300  #: further SFT of the init policy first: a PRM can only judge
-    #: steps it could compute itself (gold-matching labels need the running value)
+    #: steps it could compute itself
+    curriculum: tuple[tuple[str, int], ...] = ()  #: (examples, steps) phases before the mixture,
+    #: examples one of EXAMPLES: the arithmetic check is learned alone first (in the mixture it was not)
+    result_share: float = 0.0  #: share of each mixture batch drawn from "results" (keeps the check)
+    token_loss: float = 0.0  #: weight of the dense loss at every token of a step (label: the step
+    #: so far is a prefix of what it should read), beside the loss at the step tokens
+    extra_layers: int = 0  #: fresh decoder layers on top of the backbone
 
 
 PRMS: dict[str, PRMSpec] = {
-    "prm": PRMSpec(init_from="policy-m", seed=21, lr=5e-4, head_lr=3e-3, batch=32, max_steps=500,
-                   policy_pool=1024, max_minutes=12.0),
+    # Low rates (higher ones erase the backbone's arithmetic before the head can use it) and the
+    # check learned alone first: one-digit results, then mostly two-digit ones (tasks/arith/README.md).
+    "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-4, head_lr=1e-3, batch=32, max_steps=2500,
+                   policy_pool=1024, max_minutes=90.0, curriculum=(("one-digit", 300), ("results", 1200)),
+                   result_share=0.3, token_loss=1.0, extra_layers=2),
     "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, head_lr=3e-3, batch=32, max_steps=500,
-                         policy_pool=1024, max_minutes=12.0, backbone_sft_steps=300),
+                         policy_pool=1024, max_minutes=12.0),
 }
 
 
@@ -401,17 +413,45 @@ def corrupt(rng: random.Random, p: arith.Problem) -> list[str]:
     return [str(t) for t in steps] + [f"\\boxed{{{answer}}}"]
 
 
-def prm_examples(n_synthetic: int, seed: int, policy=None, tokenizer=None, n_policy: int = 0):
-    """(question, steps, labels) triples: gold and corrupted solutions (labels by rule), plus
-    completions sampled from `policy` at temperature 1 (labelled by the same rule)."""
+#: One-digit problems: the first arithmetic a PRM learns to check.
+ONE_DIGIT = arith.Difficulty(steps=(1, 2), start=(1, 9), operand=(1, 9), max_value=9)
+
+
+def corrupt_results(rng: random.Random, p: arith.Problem) -> list[str]:
+    """`p`'s gold steps with each result, independently with chance 1/2, off by a little (not
+    carried on), then the gold \\boxed{} answer: a pure "a op b = c" check."""
+    steps = [str(arith.Step(s.left, s.op, s.right, max(0, s.result + rng.choice((1, -1, 2, -2, 3, 9, 10, -10, 11)))))
+             if rng.random() < 0.5 else str(s) for s in p.steps]
+    return [*steps, f"\\boxed{{{p.answer}}}"]
+
+
+def _mixture(rng: random.Random) -> tuple[arith.Problem, list[str]]:
+    p = arith.make_problem(rng, arith.DIFFICULTIES["hard" if rng.random() < 0.3 else "train"])
+    return p, arith.split_steps(p.solution) if rng.random() < 0.35 else corrupt(rng, p)
+
+
+def _results(rng: random.Random, one_digit_share: float = 0.2) -> tuple[arith.Problem, list[str]]:
+    d = ONE_DIGIT if rng.random() < one_digit_share else arith.DIFFICULTIES["hard" if rng.random() < 0.3 else "train"]
+    p = arith.make_problem(rng, d)
+    return p, corrupt_results(rng, p)
+
+
+#: Kinds of synthetic PRM examples: gold and near-miss solutions, result checks alone (mostly
+#: two-digit), one-digit result checks.
+EXAMPLES = {"mixture": _mixture, "results": _results, "one-digit": lambda rng: _results(rng, 1.0)}
+
+
+def prm_examples(n_synthetic: int, seed: int, policy=None, tokenizer=None, n_policy: int = 0, kind: str = "mixture"):
+    """(question, steps, expected) triples — expected: what each step should read
+    (suite.arith.expected_steps; a step is correct when it reads so) — for `n_synthetic`
+    examples of `kind`, plus completions sampled from `policy` at temperature 1."""
     import torch
 
     rng = random.Random(seed)
     out = []
     for _ in range(n_synthetic):
-        p = arith.make_problem(rng, arith.DIFFICULTIES["hard" if rng.random() < 0.3 else "train"])
-        steps = arith.split_steps(p.solution) if rng.random() < 0.35 else corrupt(rng, p)
-        out.append((p.question, steps, arith.step_labels(steps, p.solution, str(p.answer))))
+        p, steps = EXAMPLES[kind](rng)
+        out.append((p.question, steps, arith.expected_steps(steps, p.solution)))
     if policy is not None and n_policy:
         torch.manual_seed(seed)
         problems = [arith.make_problem(rng, arith.DIFFICULTIES["train"]) for _ in range(n_policy)]
@@ -426,25 +466,43 @@ def prm_examples(n_synthetic: int, seed: int, policy=None, tokenizer=None, n_pol
             for q, t in zip(chunk, texts):
                 steps = arith.split_steps(t)
                 if steps:
-                    out.append((q.question, steps, arith.step_labels(steps, q.solution, str(q.answer))))
+                    out.append((q.question, steps, arith.expected_steps(steps, q.solution)))
         tokenizer.padding_side = "right"
     rng.shuffle(out)
     return out
 
 
 def _prm_batch(tokenizer, examples):
-    """(input_ids, attention_mask, labels) with labels only at the step tokens."""
+    """(input_ids, attention_mask, step_labels, token_labels): step labels at the step tokens
+    (the step reads as expected); token labels at every token inside a step (what the step
+    says so far is a prefix of what it should read — dense supervision of where it goes wrong)."""
     import torch
     from .prm import build_input
 
-    enc = tokenizer([build_input(tokenizer, q, s) for q, s, _ in examples], return_tensors="pt", padding=True)
+    texts = [build_input(tokenizer, q, s) for q, s, _ in examples]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, return_offsets_mapping=True)
     step_id = tokenizer.convert_tokens_to_ids(STEP_TOKEN)
-    labels = torch.full_like(enc["input_ids"], -100)
-    for row, (_, _, lab) in enumerate(examples):
-        pos = (enc["input_ids"][row] == step_id).nonzero().flatten()
-        assert len(pos) == len(lab), "one step token per step"
-        labels[row, pos] = torch.tensor([int(x) for x in lab])
-    return enc["input_ids"], enc["attention_mask"], labels
+    ids = enc["input_ids"]
+    step_labels = torch.full_like(ids, -100)
+    token_labels = torch.full_like(ids, -100)
+    for row, ((_, steps, expected), text) in enumerate(zip(examples, texts)):
+        pos = (ids[row] == step_id).nonzero().flatten()
+        assert len(pos) == len(steps), "one step token per step"
+        step_labels[row, pos] = torch.tensor([int(e is not None and s == e) for s, e in zip(steps, expected)])
+        start = text.rindex(STEP_TOKEN.join(steps) + STEP_TOKEN)  # the assistant turn
+        spans = []
+        for step in steps:
+            spans.append((start, start + len(step)))
+            start += len(step) + len(STEP_TOKEN)
+        offsets = enc["offset_mapping"][row].tolist()
+        j = 0
+        for (a, b), e in zip(spans, expected):
+            while j < len(offsets) and offsets[j][0] < a:
+                j += 1
+            while j < len(offsets) and offsets[j][1] <= b and offsets[j][1] > offsets[j][0]:
+                token_labels[row, j] = int(e is not None and e.startswith(text[a:offsets[j][1]]))
+                j += 1
+    return ids, enc["attention_mask"], step_labels, token_labels
 
 
 def prm_step_accuracy(prm_model, tokenizer, examples, batch: int = 128) -> dict:
@@ -455,7 +513,7 @@ def prm_step_accuracy(prm_model, tokenizer, examples, batch: int = 128) -> dict:
     tokenizer.padding_side = "right"
     prm_model.eval()
     for k in range(0, len(examples), batch):
-        ids, mask, labels = _prm_batch(tokenizer, examples[k:k + batch])
+        ids, mask, labels, _ = _prm_batch(tokenizer, examples[k:k + batch])
         with torch.inference_mode():
             pred = prm_model(ids, mask).argmax(-1)
         sel = labels != -100
@@ -513,29 +571,51 @@ def build_prm(name: str, resume: bool = False) -> None:
         log(f"{name}: backbone {spec.init_from} + {spec.backbone_sft_steps} SFT steps: greedy accuracy "
             f"{backbone_acc:.2f} ({time.time() - t0:.0f}s)")
         policy.eval()
+        if spec.extra_layers:
+            config.num_hidden_layers += spec.extra_layers
+            config.layer_types = ["full_attention"] * config.num_hidden_layers
         model = model_class()(config)
-        model.model.load_state_dict(policy.model.state_dict())
+        missing = model.model.load_state_dict(policy.model.state_dict(), strict=False).missing_keys
+        assert all(k.startswith("layers.") and int(k.split(".")[1]) >= config.num_hidden_layers - spec.extra_layers
+                   for k in missing), missing
     pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
     heldout_synth = prm_examples(400, spec.seed + 1000)
     heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 200)
+    heldout_results = prm_examples(200, spec.seed + 3000, kind="results")
     log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
     t_train = time.time()  # the wall-clock guard covers PRM training only
     rng = random.Random(spec.seed + resume)
     import math
 
-    opt = torch.optim.AdamW([{"params": model.model.parameters(), "lr": spec.lr},
-                             {"params": model.score.parameters(), "lr": spec.head_lr}], weight_decay=0.0)
+    # Fresh parts learn at head_lr: the score head, the extra layers and the final norm over them.
+    first_fresh = model.config.num_hidden_layers - spec.extra_layers
+    backbone, fresh = [], list(model.score.parameters())
+    for n, p in model.model.named_parameters():
+        layer = int(n.split(".")[1]) if n.startswith("layers.") else -1
+        (fresh if spec.extra_layers and (layer >= first_fresh or n.startswith("norm.")) else backbone).append(p)
+    opt = torch.optim.AdamW([{"params": backbone, "lr": spec.lr}, {"params": fresh, "lr": spec.head_lr}],
+                            weight_decay=0.0)
     warm = 30
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
         1 + math.cos(math.pi * min(1.0, max(0, s - warm) / max(1, spec.max_steps - warm)))))
     loss_fn = torch.nn.CrossEntropyLoss()
     n_pool = round(spec.batch * spec.policy_share)
+    n_results = round(spec.batch * spec.result_share)
+    phase_ends = list(itertools.accumulate(n for _, n in spec.curriculum))
     history, stop = [], "max_steps"
     for step in range(1, spec.max_steps + 1):
         model.train()
-        batch = prm_examples(spec.batch - n_pool, rng.randrange(2**31)) + rng.sample(pool, n_pool)
-        ids, mask, labels = _prm_batch(tokenizer, batch)
-        loss = loss_fn(model(ids, mask).flatten(0, 1), labels.flatten())
+        phase = bisect.bisect_left(phase_ends, step)
+        if phase < len(spec.curriculum):
+            batch = prm_examples(spec.batch, rng.randrange(2**31), kind=spec.curriculum[phase][0])
+        else:
+            batch = (prm_examples(spec.batch - n_pool - n_results, rng.randrange(2**31))
+                     + prm_examples(n_results, rng.randrange(2**31), kind="results") + rng.sample(pool, n_pool))
+        ids, mask, labels, token_labels = _prm_batch(tokenizer, batch)
+        logits = model(ids, mask).flatten(0, 1)
+        loss = loss_fn(logits, labels.flatten())
+        if spec.token_loss:
+            loss = loss + spec.token_loss * loss_fn(logits, token_labels.flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(), sched.step(), opt.zero_grad()
@@ -543,9 +623,11 @@ def build_prm(name: str, resume: bool = False) -> None:
             continue
         synth = prm_step_accuracy(model, tokenizer, heldout_synth)["step_accuracy"]
         sampled = prm_step_accuracy(model, tokenizer, heldout_policy)["step_accuracy"]
-        history.append({"step": step, "loss": round(loss.item(), 4), "synthetic": synth, "policy_samples": sampled})
+        results = prm_step_accuracy(model, tokenizer, heldout_results)["step_accuracy"]
+        history.append({"step": step, "loss": round(loss.item(), 4), "synthetic": synth, "policy_samples": sampled,
+                        "results": results})
         log(f"{name} step {step} loss {loss.item():.4f} acc synthetic {synth:.3f} policy {sampled:.3f} "
-            f"({time.time() - t0:.0f}s)")
+            f"results {results:.3f} ({time.time() - t0:.0f}s)")
         if min(synth, sampled) >= spec.target:
             stop = "target"
             break
@@ -554,12 +636,14 @@ def build_prm(name: str, resume: bool = False) -> None:
             break
     synth = prm_step_accuracy(model, tokenizer, heldout_synth)
     sampled = prm_step_accuracy(model, tokenizer, heldout_policy)
-    log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled}")
+    results = prm_step_accuracy(model, tokenizer, heldout_results)
+    log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled} results {results}")
     _save_model(model, models_dir() / name, {
         "name": name, "parameters": sum(p.numel() for p in model.parameters()), "spec": asdict(spec),
         "steps": step, "stopped_by": stop, "backbone_greedy_accuracy_heldout100": backbone_acc,
-        "heldout_synthetic": synth, "heldout_policy_samples": sampled,
-        "heldout": f"prm_examples(400, {spec.seed + 1000}) and 200 T=1 samples of {spec.init_from} (seed {spec.seed + 2000})",
+        "heldout_synthetic": synth, "heldout_policy_samples": sampled, "heldout_results": results,
+        "heldout": f"prm_examples(400, {spec.seed + 1000}), 200 T=1 samples of {spec.init_from} (seed "
+                   f"{spec.seed + 2000}), prm_examples(200, {spec.seed + 3000}, kind='results')",
         "train_seconds": round(time.time() - t0, 1), "history": history,
         "torch_threads": torch.get_num_threads(), "resumed_from": previous,
     })

@@ -100,10 +100,6 @@ def test_prm_reward_systems_charge_scored_tokens(name):
     assert system([prompt], [completions[0]], answer=["6"]) == pytest.approx(rewards[:1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-11-29 on the shipped prm (build.json: held-out synthetic step accuracy ~0.70, majority 0.60): "
-    "step rewards for '5 + 3 = 8' and '5 + 3 = 9' are 0.79 and 0.81 — it has not learned to check arithmetic; "
-    "remove this mark when the PRM discriminates"))
 def test_prm_reward_ranks_gold_above_a_wrong_step():
     # The reward GRPO sees: a gold solution scores clearly above the same solution with one
     # wrong step (carried on), and the wrong step itself gets a low step reward.
@@ -113,3 +109,35 @@ def test_prm_reward_ranks_gold_above_a_wrong_step():
     assert gold > 0.8 and bad < 0.3 and gold - bad > 0.5, (gold, bad)
     steps = system.prm.score([Q, Q], [GOLD, wrong])
     assert steps[0].step_rewards[0] > 0.5 > steps[1].step_rewards[0]
+
+
+def test_training_labels_mark_the_wrong_step_and_the_token_where_it_goes_wrong():
+    from suite import arith
+
+    problem = arith.Problem("Tom has 17 cards. Tom gets 8 more. Tom loses 2. How many cards does Tom have now?",
+                            (arith.Step(17, "+", 8, 25), arith.Step(25, "-", 2, 23)), 23)
+    steps = ["17 + 8 = 26", "26 - 2 = 24", "\\boxed{24}"]
+    tokenizer = embedded.load_tokenizer()
+    ids, _, step_labels, token_labels = embedded._prm_batch(
+        tokenizer, [(problem.question, steps, arith.expected_steps(steps, problem.solution))])
+    assert step_labels[0][step_labels[0] != -100].tolist() == [0, 1, 1]
+    at = token_labels[0] != -100
+    tokens = tokenizer.convert_ids_to_tokens(ids[0][at].tolist())
+    assert "".join(tokens).replace("Ġ", " ") == "".join(steps)
+    labels = token_labels[0][at].tolist()
+    first = len(tokenizer.tokenize(steps[0]))
+    assert labels[:first] == [1] * (first - 1) + [0]  # "17 + 8 = 2" is on track, the "6" is not
+    assert all(labels[first:])  # the carried steps read as they should from 26
+
+
+def test_embedded_info_shows_each_model_and_the_prms_held_out_accuracy(capsys):
+    from suite.cli import main
+
+    assert main(["embedded"]) == 0
+    out = capsys.readouterr().out
+    for name in ("policy-s", "policy-m", "policy-l", "prm", "prm-proxy"):
+        build = json.loads((embedded.models_dir() / name / "build.json").read_text())
+        row = next(line for line in out.splitlines() if line.split()[0] == name)
+        assert f"{build['parameters']:,}" in row
+        if name.startswith("prm"):
+            assert f"{build['heldout_results']['step_accuracy']:.3f} (result checks)" in row

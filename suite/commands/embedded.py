@@ -39,6 +39,7 @@ def run(args) -> int:
             note = f"SFT step {b['chosen_step']}, greedy accuracy {b['greedy_accuracy_heldout100']:.2f} on 100 held-out"
         else:
             note = (f"step accuracy {b['heldout_synthetic']['step_accuracy']:.3f} (synthetic), "
-                    f"{b['heldout_policy_samples']['step_accuracy']:.3f} (policy samples)")
+                    f"{b['heldout_policy_samples']['step_accuracy']:.3f} (policy samples), "
+                    f"{b['heldout_results']['step_accuracy']:.3f} (result checks)")
         print(f"{folder.name:<10} {b['parameters']:>9,}  {note}")
     return 0
