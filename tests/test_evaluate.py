@@ -61,9 +61,6 @@ def test_pass1_is_not_string_match():
 # ---------------------------------------------------------------- the judge
 
 
-@pytest.mark.xfail(strict=True, reason="measured 2026-11-29: the shipped tiny PRM (held-out step accuracy 0.70, "
-                                       "majority 0.60) gives '4 - 3 = 1' and '4 - 3 = 2' step rewards 0.800 and "
-                                       "0.799; remove this mark when it discriminates")
 def test_judge_scores_a_wrong_step_lower():
     from suite.rewards import get_reward_system
 
