@@ -12,8 +12,8 @@ answers, 0.17 on wrong; AUC 0.67), and the training reward rises (0.245 -> 0.29 
 but held-out greedy PRM reward falls (0.460 -> 0.424 at 51 steps, 2e12 FLOPs; 0.380 at 103 steps,
 4e12) and pass@1 with it (0.38 -> 0.27). The 103-step adapter's greedy completions are as long
 (3.0 steps) but go wrong at a result more often (73 of 100 vs the base's 64; operands 3 vs 0):
-the policy drifts toward wrong sums the PRM lets through (it passes 0.27 of wrong results, more
-in later steps). Marked xfail until GRPO on it learns."""
+the policy drifts toward wrong sums the PRM lets through (it passes 0.27 of held-out wrong
+results). Marked xfail until GRPO on it learns."""
 
 from __future__ import annotations
 
