@@ -328,6 +328,19 @@ def load_policy(name: str):
 
 
 @dataclass(frozen=True)
+class Polish:
+    """A short second schedule over a trained PRM: lower rates, more result checks, and a pool of
+    T=1 completions of the policies GRPO trains on its reward — the judge errs most on their
+    near-miss results, and a judge that passes them is a reward the policy drifts toward."""
+
+    steps: int
+    lr: float  #: backbone learning rate (warm-up, then cosine decay to 0 at `steps`)
+    head_lr: float  #: learning rate of the fresh parts
+    result_share: float  #: share of each batch drawn from "results"
+    pool_from: tuple[str, ...] = ("policy-s", "policy-m")  #: policies whose samples fill the pool
+
+
+@dataclass(frozen=True)
 class PRMSpec:
     """A tiny PRM: backbone initialised from a warm-started policy (as Qwen2.5-Math-PRM starts
     from Qwen2.5-Math-Instruct), trained on rule-labelled steps until its held-out step
@@ -353,6 +366,7 @@ class PRMSpec:
     token_loss: float = 0.0  #: weight of the dense loss at every token of a step (label: the step
     #: so far is a prefix of what it should read), beside the loss at the step tokens
     extra_layers: int = 0  #: fresh decoder layers on top of the backbone
+    polish: Polish | None = None  #: a second, shorter schedule after the main one
 
 
 PRMS: dict[str, PRMSpec] = {
@@ -360,7 +374,8 @@ PRMS: dict[str, PRMSpec] = {
     # check learned alone first: one-digit results, then mostly two-digit ones (tasks/arith/README.md).
     "prm": PRMSpec(init_from="policy-m", seed=21, lr=1e-4, head_lr=1e-3, batch=32, max_steps=2500,
                    policy_pool=1024, max_minutes=90.0, curriculum=(("one-digit", 300), ("results", 1200)),
-                   result_share=0.3, token_loss=1.0, extra_layers=2),
+                   result_share=0.3, token_loss=1.0, extra_layers=2,
+                   polish=Polish(steps=600, lr=5e-5, head_lr=5e-4, result_share=0.5)),
     "prm-proxy": PRMSpec(init_from="policy-s", seed=22, lr=1e-3, head_lr=3e-3, batch=32, max_steps=500,
                          policy_pool=1024, max_minutes=12.0),
 }
@@ -543,10 +558,75 @@ def continue_sft(model, tokenizer, spec: PolicySpec, steps: int, seed: int) -> f
     return greedy_accuracy(model, tokenizer, arith.generate(100, HELDOUT_SEED, "train"))
 
 
+def _heldout_sets(spec: PRMSpec, tokenizer, backbone, pool_policies: dict) -> dict:
+    """Held-out step sets a PRM build reports: the synthetic mixture, T=1 samples of the init
+    policy it starts from and of each shipped policy in the polish pool, result checks alone."""
+    sets = {"synthetic": prm_examples(400, spec.seed + 1000),
+            "policy_samples": prm_examples(0, spec.seed + 2000, backbone, tokenizer, 200)}
+    for k, (name, policy) in enumerate(pool_policies.items(), start=1):
+        sets[f"samples_{name}"] = prm_examples(0, spec.seed + 2000 + 100 * k, policy, tokenizer, 200)
+    sets["results"] = prm_examples(200, spec.seed + 3000, kind="results")
+    return sets
+
+
+def _train_prm(model, tokenizer, spec: PRMSpec, *, name: str, steps: int, lr: float, head_lr: float,
+               curriculum, result_share: float, pool: list, heldout: dict, rng: random.Random, t0: float):
+    """One schedule of PRM training (warm-up, cosine decay to 0 at `steps`): curriculum phases,
+    then batches of the mixture, `result_share` result checks and `spec.policy_share` pool
+    samples. Returns (steps run, why it stopped, evaluation history)."""
+    import math
+
+    import torch
+
+    # Fresh parts learn at head_lr: the score head, the extra layers and the final norm over them.
+    first_fresh = model.config.num_hidden_layers - spec.extra_layers
+    backbone, fresh = [], list(model.score.parameters())
+    for n, p in model.model.named_parameters():
+        layer = int(n.split(".")[1]) if n.startswith("layers.") else -1
+        (fresh if spec.extra_layers and (layer >= first_fresh or n.startswith("norm.")) else backbone).append(p)
+    opt = torch.optim.AdamW([{"params": backbone, "lr": lr}, {"params": fresh, "lr": head_lr}], weight_decay=0.0)
+    warm = 30
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
+        1 + math.cos(math.pi * min(1.0, max(0, s - warm) / max(1, steps - warm)))))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    n_pool = round(spec.batch * spec.policy_share)
+    n_results = round(spec.batch * result_share)
+    phase_ends = list(itertools.accumulate(n for _, n in curriculum))
+    history, stop, t_train = [], "max_steps", time.time()  # the wall-clock guard covers training only
+    for step in range(1, steps + 1):
+        model.train()
+        phase = bisect.bisect_left(phase_ends, step)
+        if phase < len(curriculum):
+            batch = prm_examples(spec.batch, rng.randrange(2**31), kind=curriculum[phase][0])
+        else:
+            batch = (prm_examples(spec.batch - n_pool - n_results, rng.randrange(2**31))
+                     + prm_examples(n_results, rng.randrange(2**31), kind="results") + rng.sample(pool, n_pool))
+        ids, mask, labels, token_labels = _prm_batch(tokenizer, batch)
+        logits = model(ids, mask).flatten(0, 1)
+        loss = loss_fn(logits, labels.flatten())
+        if spec.token_loss:
+            loss = loss + spec.token_loss * loss_fn(logits, token_labels.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(), sched.step(), opt.zero_grad()
+        if step % spec.eval_every:
+            continue
+        acc = {k: prm_step_accuracy(model, tokenizer, v)["step_accuracy"] for k, v in heldout.items()}
+        history.append({"step": step, "loss": round(loss.item(), 4), **acc})
+        log(f"{name} step {step} loss {loss.item():.4f} acc " + " ".join(f"{k} {v:.3f}" for k, v in acc.items())
+            + f" ({time.time() - t0:.0f}s)")
+        if min(acc["synthetic"], acc["policy_samples"]) >= spec.target:
+            return step, "target", history
+        if time.time() - t_train > spec.max_minutes * 60:
+            return step, "max_minutes", history
+    return steps, stop, history
+
+
 def build_prm(name: str, resume: bool = False) -> None:
-    """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy.
-    `resume` continues training the shipped PRM (another max_minutes; policy samples then come
-    from the shipped init policy) and keeps the earlier record in build.json."""
+    """Train a tiny PRM on rule-labelled steps and ship it with its held-out step accuracy:
+    the main schedule, then its polish stage if the spec has one. `resume` continues the shipped
+    PRM instead: its polish stage (another main schedule when the spec has none), keeping the
+    earlier record in build.json."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -557,6 +637,9 @@ def build_prm(name: str, resume: bool = False) -> None:
     tokenizer = load_tokenizer()
     tokenizer.padding_side = "right"
     policy = AutoModelForCausalLM.from_pretrained(models_dir() / spec.init_from).float().eval()
+    # The shipped policies GRPO trains (the init policy's own copy gets more SFT below).
+    pool_policies = {n: AutoModelForCausalLM.from_pretrained(models_dir() / n).float().eval()
+                     for n in (spec.polish.pool_from if spec.polish else ())}
     t0 = time.time()
     previous = None
     if resume:
@@ -578,73 +661,36 @@ def build_prm(name: str, resume: bool = False) -> None:
         missing = model.model.load_state_dict(policy.model.state_dict(), strict=False).missing_keys
         assert all(k.startswith("layers.") and int(k.split(".")[1]) >= config.num_hidden_layers - spec.extra_layers
                    for k in missing), missing
-    pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
-    heldout_synth = prm_examples(400, spec.seed + 1000)
-    heldout_policy = prm_examples(0, spec.seed + 2000, policy, tokenizer, 200)
-    heldout_results = prm_examples(200, spec.seed + 3000, kind="results")
-    log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
-    t_train = time.time()  # the wall-clock guard covers PRM training only
-    rng = random.Random(spec.seed + resume)
-    import math
-
-    # Fresh parts learn at head_lr: the score head, the extra layers and the final norm over them.
-    first_fresh = model.config.num_hidden_layers - spec.extra_layers
-    backbone, fresh = [], list(model.score.parameters())
-    for n, p in model.model.named_parameters():
-        layer = int(n.split(".")[1]) if n.startswith("layers.") else -1
-        (fresh if spec.extra_layers and (layer >= first_fresh or n.startswith("norm.")) else backbone).append(p)
-    opt = torch.optim.AdamW([{"params": backbone, "lr": spec.lr}, {"params": fresh, "lr": spec.head_lr}],
-                            weight_decay=0.0)
-    warm = 30
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
-        1 + math.cos(math.pi * min(1.0, max(0, s - warm) / max(1, spec.max_steps - warm)))))
-    loss_fn = torch.nn.CrossEntropyLoss()
-    n_pool = round(spec.batch * spec.policy_share)
-    n_results = round(spec.batch * spec.result_share)
-    phase_ends = list(itertools.accumulate(n for _, n in spec.curriculum))
-    history, stop = [], "max_steps"
-    for step in range(1, spec.max_steps + 1):
-        model.train()
-        phase = bisect.bisect_left(phase_ends, step)
-        if phase < len(spec.curriculum):
-            batch = prm_examples(spec.batch, rng.randrange(2**31), kind=spec.curriculum[phase][0])
-        else:
-            batch = (prm_examples(spec.batch - n_pool - n_results, rng.randrange(2**31))
-                     + prm_examples(n_results, rng.randrange(2**31), kind="results") + rng.sample(pool, n_pool))
-        ids, mask, labels, token_labels = _prm_batch(tokenizer, batch)
-        logits = model(ids, mask).flatten(0, 1)
-        loss = loss_fn(logits, labels.flatten())
-        if spec.token_loss:
-            loss = loss + spec.token_loss * loss_fn(logits, token_labels.flatten())
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step(), sched.step(), opt.zero_grad()
-        if step % spec.eval_every:
-            continue
-        synth = prm_step_accuracy(model, tokenizer, heldout_synth)["step_accuracy"]
-        sampled = prm_step_accuracy(model, tokenizer, heldout_policy)["step_accuracy"]
-        results = prm_step_accuracy(model, tokenizer, heldout_results)["step_accuracy"]
-        history.append({"step": step, "loss": round(loss.item(), 4), "synthetic": synth, "policy_samples": sampled,
-                        "results": results})
-        log(f"{name} step {step} loss {loss.item():.4f} acc synthetic {synth:.3f} policy {sampled:.3f} "
-            f"results {results:.3f} ({time.time() - t0:.0f}s)")
-        if min(synth, sampled) >= spec.target:
-            stop = "target"
-            break
-        if time.time() - t_train > spec.max_minutes * 60:
-            stop = "max_minutes"
-            break
-    synth = prm_step_accuracy(model, tokenizer, heldout_synth)
-    sampled = prm_step_accuracy(model, tokenizer, heldout_policy)
-    results = prm_step_accuracy(model, tokenizer, heldout_results)
-    log(f"{name}: held-out step accuracy synthetic {synth} policy samples {sampled} results {results}")
+    heldout = _heldout_sets(spec, tokenizer, policy, pool_policies)
+    if resume and spec.polish:  # the main schedule's record stands; the polish stage runs again
+        record = {k: previous[k] for k in ("steps", "stopped_by", "history")}
+    else:
+        pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
+        log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
+        steps, stop, history = _train_prm(
+            model, tokenizer, spec, name=name, steps=spec.max_steps, lr=spec.lr, head_lr=spec.head_lr,
+            curriculum=spec.curriculum, result_share=spec.result_share, pool=pool, heldout=heldout,
+            rng=random.Random(spec.seed + resume), t0=t0)
+        record = {"steps": steps, "stopped_by": stop, "history": history}
+    if spec.polish:
+        p = spec.polish
+        pool = [ex for k, n in enumerate(p.pool_from)
+                for ex in prm_examples(0, spec.seed + 5000 + k, pool_policies[n], tokenizer, spec.policy_pool)]
+        steps, stop, history = _train_prm(
+            model, tokenizer, spec, name=f"{name} polish", steps=p.steps, lr=p.lr, head_lr=p.head_lr,
+            curriculum=(), result_share=p.result_share, pool=pool, heldout=heldout,
+            rng=random.Random(spec.seed + 4000), t0=t0)
+        record["polish"] = {"steps": steps, "stopped_by": stop, "history": history}
+    final = {f"heldout_{k}": prm_step_accuracy(model, tokenizer, v) for k, v in heldout.items()}
+    log(f"{name}: held-out step accuracy {final}")
     _save_model(model, models_dir() / name, {
         "name": name, "parameters": sum(p.numel() for p in model.parameters()), "spec": asdict(spec),
-        "steps": step, "stopped_by": stop, "backbone_greedy_accuracy_heldout100": backbone_acc,
-        "heldout_synthetic": synth, "heldout_policy_samples": sampled, "heldout_results": results,
-        "heldout": f"prm_examples(400, {spec.seed + 1000}), 200 T=1 samples of {spec.init_from} (seed "
-                   f"{spec.seed + 2000}), prm_examples(200, {spec.seed + 3000}, kind='results')",
-        "train_seconds": round(time.time() - t0, 1), "history": history,
+        **record, "backbone_greedy_accuracy_heldout100": backbone_acc, **final,
+        "heldout": f"prm_examples(400, {spec.seed + 1000}), 200 T=1 samples each of {spec.init_from} "
+                   f"({'shipped' if resume else 'the SFT backbone'}) and the shipped "
+                   f"{', '.join(pool_policies) or '-'} (seeds {spec.seed + 2000} + 100 k), "
+                   f"prm_examples(200, {spec.seed + 3000}, kind='results')",
+        "train_seconds": round(time.time() - t0, 1),
         "torch_threads": torch.get_num_threads(), "resumed_from": previous,
     })
     log(f"{name}: shipped")
@@ -679,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"build only this piece (repeatable): {', '.join(PIECES)}; default: all, in order")
     b.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     b.add_argument("--resume", action="store_true",
-                   help="continue training the shipped PRMs named by --only (another max_minutes each)")
+                   help="continue the shipped PRMs named by --only: their polish stage (another main "
+                        "schedule for a PRM without one)")
     args = parser.parse_args(argv)
     build(args.only, args.threads, args.resume)
     return 0

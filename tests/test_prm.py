@@ -141,3 +141,41 @@ def test_embedded_info_shows_each_model_and_the_prms_held_out_accuracy(capsys):
         assert f"{build['parameters']:,}" in row
         if name.startswith("prm"):
             assert f"{build['heldout_results']['step_accuracy']:.3f} (result checks)" in row
+    prm_build = json.loads((embedded.models_dir() / "prm" / "build.json").read_text())
+    policy_s = prm_build["heldout_samples_policy-s"]["step_accuracy"]
+    assert f"{policy_s:.3f} (policy-s samples)" in next(line for line in out.splitlines() if line.startswith("prm "))
+
+
+def test_prm_build_runs_main_then_polish_and_resume_polishes_the_shipped_prm(tmp_path, monkeypatch):
+    # The build's flow on a miniature spec (two steps a stage over policy-s): both stages recorded,
+    # held-out samples of every pool policy; --resume keeps the main record and polishes again.
+    import shutil
+
+    models = tmp_path / "tasks" / "arith" / "models"
+    for name in ("tokenizer", "policy-s", "policy-m"):
+        shutil.copytree(embedded.models_dir() / name, models / name)
+    (tmp_path / "schemas").mkdir()
+    monkeypatch.setenv("RACE_HOME", str(tmp_path))
+    assert embedded.models_dir() == models
+    monkeypatch.setitem(embedded.PRMS, "tiny", embedded.PRMSpec(
+        init_from="policy-s", seed=3, max_steps=2, batch=8, eval_every=1, policy_pool=8, backbone_sft_steps=1,
+        curriculum=(("one-digit", 1),), result_share=0.25, token_loss=1.0, extra_layers=1,
+        polish=embedded.Polish(steps=2, lr=1e-5, head_lr=1e-4, result_share=0.5)))
+    embedded.build_prm("tiny")
+    build = json.loads((models / "tiny" / "build.json").read_text())
+    assert build["steps"] == 2 and build["polish"]["steps"] == 2
+    assert [h["step"] for h in build["history"]] == [1, 2] == [h["step"] for h in build["polish"]["history"]]
+    assert {"synthetic", "policy_samples", "samples_policy-m", "results"} <= set(build["polish"]["history"][0])
+    assert 0 <= build["heldout_samples_policy-m"]["step_accuracy"] <= 1
+    config = json.loads((models / "tiny" / "config.json").read_text())
+    assert config["num_hidden_layers"] == json.loads((models / "policy-s" / "config.json").read_text())[
+        "num_hidden_layers"] + 1
+    weights = (models / "tiny" / "model.safetensors").read_bytes()
+
+    embedded.build_prm("tiny", resume=True)
+    resumed = json.loads((models / "tiny" / "build.json").read_text())
+    assert resumed["resumed_from"]["polish"] == build["polish"]
+    assert resumed["history"] == build["history"] and resumed["steps"] == 2
+    assert len(resumed["polish"]["history"]) == 2
+    assert (models / "tiny" / "model.safetensors").read_bytes() != weights
+    assert PRM.load(models / "tiny", device="cpu").score([Q], [GOLD])[0].step_rewards

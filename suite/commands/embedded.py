@@ -40,6 +40,8 @@ def run(args) -> int:
         else:
             note = (f"step accuracy {b['heldout_synthetic']['step_accuracy']:.3f} (synthetic), "
                     f"{b['heldout_policy_samples']['step_accuracy']:.3f} (policy samples), "
-                    f"{b['heldout_results']['step_accuracy']:.3f} (result checks)")
+                    f"{b['heldout_results']['step_accuracy']:.3f} (result checks)"
+                    + "".join(f", {v['step_accuracy']:.3f} ({k.removeprefix('heldout_samples_')} samples)"
+                              for k, v in b.items() if k.startswith("heldout_samples_")))
         print(f"{folder.name:<10} {b['parameters']:>9,}  {note}")
     return 0
