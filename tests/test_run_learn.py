@@ -8,10 +8,11 @@ Slow (it trains): see MARGIN and BUDGETS for what is claimed.
 Measured (2 cores, 1 thread per run, 2026-11-30): s-sparse 0.376 -> 0.396 at 4e11 and 1e12 FLOPs
 (35, 88 steps), 0.496 at 1.5e12 (133 steps) and 2e12 (177). On the first 100 problems alone
 4e11 had shown 0.38 -> 0.46: 100 greedy problems are too few to see a 0.05 gain reliably.
-s-prm, PRM reward (base 0.340): 0.330 at 4e12 (103 steps), 0.397 at 8e12 (207 steps), and at
-lr 1e-4 (the cell's rate) 0.398 at 6e12 and 0.415 at 8e12, sparse reward rising with it (0.376 ->
-0.50). Before the PRM's polish stage (tasks/arith/README.md) held-out PRM reward fell under GRPO:
-the judge passed a third of policy-s's wrong two-digit results and the policy drifted to them."""
+s-prm, PRM reward (base 0.340): at lr 3e-4 0.330 at 4e12 (103 steps), 0.397 at 8e12 (207 steps);
+at lr 1e-4 (the cell's rate) 0.398 at 6e12 and 0.415 at 8e12, sparse reward rising with it (0.376
+-> 0.50). Both systems need well over 100 steps here to gain 0.05. Before the PRM's polish stage
+(tasks/arith/README.md) held-out PRM reward fell under GRPO: the judge passed a third of
+policy-s's wrong two-digit results and the policy drifted to them."""
 
 from __future__ import annotations
 
