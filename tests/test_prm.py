@@ -179,3 +179,12 @@ def test_prm_build_runs_main_then_polish_and_resume_polishes_the_shipped_prm(tmp
     assert len(resumed["polish"]["history"]) == 2
     assert (models / "tiny" / "model.safetensors").read_bytes() != weights
     assert PRM.load(models / "tiny", device="cpu").score([Q], [GOLD])[0].step_rewards
+
+
+def test_race_embedded_build_resume_names_what_it_needs(capsys):
+    from suite.cli import main
+
+    assert main(["embedded", "build", "--resume"]) != 0
+    assert "--only prm" in capsys.readouterr().err
+    assert main(["embedded", "build", "--only", "nope"]) != 0
+    assert "unknown piece 'nope'" in capsys.readouterr().err

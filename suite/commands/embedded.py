@@ -17,6 +17,9 @@ def configure(p):
                    help="with build: only this piece (repeatable): data, tokenizer, policy-s, policy-m, "
                         "policy-l, prm-proxy, prm; default: all, in dependency order")
     p.add_argument("--threads", type=int, default=2, help="with build: torch threads (default 2)")
+    p.add_argument("--resume", action="store_true",
+                   help="with build: continue the shipped PRMs named by --only (their polish stage) "
+                        "instead of training them afresh")
     return run
 
 
@@ -27,7 +30,9 @@ def run(args) -> int:
         unknown = [x for x in args.only or [] if x not in embedded.PIECES]
         if unknown:
             raise RaceError(f"unknown piece {unknown[0]!r}", f"pieces: {', '.join(embedded.PIECES)}")
-        embedded.build(args.only, args.threads)
+        if args.resume and not args.only:
+            raise RaceError("--resume needs the PRMs to continue", "name them: --only prm (or --only prm-proxy)")
+        embedded.build(args.only, args.threads, args.resume)
         return 0
     root = embedded.models_dir()
     if not root.is_dir():
