@@ -182,4 +182,9 @@ def valid_step_labels(steps: list[str], gold_solution: str) -> list[bool]:
     question's i-th event applied correctly to the previous step's value. Unlike step_labels,
     a step that carries an earlier error forward correctly is valid: the first wrong step is
     where the error is, and a min over step rewards still scores the solution by it."""
-    return [e is not None and text == e for text, e in zip(steps, expected_steps(steps, gold_solution))]
+    return [reads_as_expected(text, e) for text, e in zip(steps, expected_steps(steps, gold_solution))]
+
+
+def reads_as_expected(step: str, expected: str | None) -> bool:
+    """A step's validity given what expected_steps says it should read (None: no step belongs there)."""
+    return expected is not None and step == expected

@@ -503,7 +503,7 @@ def _prm_batch(tokenizer, examples):
     for row, ((_, steps, expected), text) in enumerate(zip(examples, texts)):
         pos = (ids[row] == step_id).nonzero().flatten()
         assert len(pos) == len(steps), "one step token per step"
-        step_labels[row, pos] = torch.tensor([int(e is not None and s == e) for s, e in zip(steps, expected)])
+        step_labels[row, pos] = torch.tensor([int(arith.reads_as_expected(s, e)) for s, e in zip(steps, expected)])
         start = text.rindex(STEP_TOKEN.join(steps) + STEP_TOKEN)  # the assistant turn
         spans = []
         for step in steps:
@@ -573,7 +573,7 @@ def _train_prm(model, tokenizer, spec: PRMSpec, *, name: str, steps: int, lr: fl
                curriculum, result_share: float, pool: list, heldout: dict, rng: random.Random, t0: float):
     """One schedule of PRM training (warm-up, cosine decay to 0 at `steps`): curriculum phases,
     then batches of the mixture, `result_share` result checks and `spec.policy_share` pool
-    samples. Returns (steps run, why it stopped, evaluation history)."""
+    samples. Returns its record: steps run, why it stopped, evaluation history."""
     import math
 
     import torch
@@ -592,7 +592,7 @@ def _train_prm(model, tokenizer, spec: PRMSpec, *, name: str, steps: int, lr: fl
     n_pool = round(spec.batch * spec.policy_share)
     n_results = round(spec.batch * result_share)
     phase_ends = list(itertools.accumulate(n for _, n in curriculum))
-    history, stop, t_train = [], "max_steps", time.time()  # the wall-clock guard covers training only
+    history, t_train = [], time.time()  # the wall-clock guard covers training only
     for step in range(1, steps + 1):
         model.train()
         phase = bisect.bisect_left(phase_ends, step)
@@ -616,10 +616,10 @@ def _train_prm(model, tokenizer, spec: PRMSpec, *, name: str, steps: int, lr: fl
         log(f"{name} step {step} loss {loss.item():.4f} acc " + " ".join(f"{k} {v:.3f}" for k, v in acc.items())
             + f" ({time.time() - t0:.0f}s)")
         if min(acc["synthetic"], acc["policy_samples"]) >= spec.target:
-            return step, "target", history
+            return {"steps": step, "stopped_by": "target", "history": history}
         if time.time() - t_train > spec.max_minutes * 60:
-            return step, "max_minutes", history
-    return steps, stop, history
+            return {"steps": step, "stopped_by": "max_minutes", "history": history}
+    return {"steps": steps, "stopped_by": "max_steps", "history": history}
 
 
 def build_prm(name: str, resume: bool = False) -> None:
@@ -667,20 +667,18 @@ def build_prm(name: str, resume: bool = False) -> None:
     else:
         pool = prm_examples(0, spec.seed, policy, tokenizer, spec.policy_pool)
         log(f"{name}: {len(pool)} policy samples ({time.time() - t0:.0f}s)")
-        steps, stop, history = _train_prm(
+        record = _train_prm(
             model, tokenizer, spec, name=name, steps=spec.max_steps, lr=spec.lr, head_lr=spec.head_lr,
             curriculum=spec.curriculum, result_share=spec.result_share, pool=pool, heldout=heldout,
             rng=random.Random(spec.seed + resume), t0=t0)
-        record = {"steps": steps, "stopped_by": stop, "history": history}
     if spec.polish:
         p = spec.polish
         pool = [ex for k, n in enumerate(p.pool_from)
                 for ex in prm_examples(0, spec.seed + 5000 + k, pool_policies[n], tokenizer, spec.policy_pool)]
-        steps, stop, history = _train_prm(
+        record["polish"] = _train_prm(
             model, tokenizer, spec, name=f"{name} polish", steps=p.steps, lr=p.lr, head_lr=p.head_lr,
             curriculum=(), result_share=p.result_share, pool=pool, heldout=heldout,
             rng=random.Random(spec.seed + 4000), t0=t0)
-        record["polish"] = {"steps": steps, "stopped_by": stop, "history": history}
     final = {f"heldout_{k}": prm_step_accuracy(model, tokenizer, v) for k, v in heldout.items()}
     log(f"{name}: held-out step accuracy {final}")
     _save_model(model, models_dir() / name, {

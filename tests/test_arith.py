@@ -52,7 +52,6 @@ def test_step_labels_mark_near_misses_and_carried_errors():
     assert arith.step_labels(extra, p.solution, "6") == [True, True, False, False]
 
 
-
 def test_valid_step_labels_find_the_first_error_and_accept_it_carried_on():
     # The PRM's labels: a step is valid when it applies the question's event to the value the
     # step before it stated — so only the step where an error enters is invalid.
@@ -70,6 +69,7 @@ def test_valid_step_labels_find_the_first_error_and_accept_it_carried_on():
     assert arith.valid_step_labels([*good[:2], "6 + 0 = 6", "\\boxed{6}"], p.solution) == [True, True, False, False]
     assert arith.valid_step_labels([*good[:2], "\\boxed{7}"], p.solution) == [True, True, False]
     assert arith.valid_step_labels(["five and three", "8 - 2 = 6", "\\boxed{6}"], p.solution) == [False, True, True]
+
 
 def test_shipped_splits_have_their_sizes_and_no_test_leak():
     data = tasks() / "arith" / "data"
