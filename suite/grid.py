@@ -3,9 +3,8 @@ its budget's IsoFLOP band, then run (suite.run), then evaluated (suite.evaluate)
 
     from suite import grid
     g = grid.load("tasks/grids/quickstart.yaml")      # Grid: the declaration, checked
-    cells = grid.expand(g)                             # GridCell per model x budget x reward x allocation x seed
-    plan = grid.plan(cells, grid.prompt_stats_of(cells))   # pure arithmetic; RaceError if a cell misses its band
-    results = grid.run(plan, "runs/pilot")             # resumable; one worker by default
+    gp = grid.plan_grid(g)                             # expand, fit budgets, plan: pure arithmetic
+    results = grid.run(gp.cells, "runs/pilot")         # resumable; one worker by default
 
 **Steps absorb the budget.** An allocation fixes the knobs that decide what one GRPO step
 costs and how it splits (LoRA rank, K, mu, prompts per step, completion length, ...); every
@@ -15,7 +14,9 @@ they buy — a larger model buys fewer — and in their update share p, never in
 
 **The band.** A cell of budget B lands in [B * (1 - band), B]: the stop rule leaves at most one
 step's cost bound unspent. The planner checks that bound against the band for every cell and
-refuses the grid, naming each cell that cannot be guaranteed to land, before anything runs.
+refuses the grid, naming each cell that cannot be guaranteed to land, before anything runs —
+unless the grid allows `raise_budgets`: then a budget is raised, by at most that factor, to the
+first one every cell can reach, and the plan says so (`fit`).
 See docs/quickstart.md for the file format.
 """
 
@@ -33,8 +34,8 @@ from .errors import RaceError
 #: Default relative width of an IsoFLOP band: cells of budget B land in [0.75 B, B].
 DEFAULT_BAND = 0.25
 #: Top-level keys of a grid file.
-GRID_KEYS = ("name", "description", "cell", "models", "budgets", "band", "allocations", "rewards", "seeds",
-             "eval", "engine_profile")
+GRID_KEYS = ("name", "description", "cell", "models", "budgets", "band", "raise_budgets", "allocations",
+             "rewards", "seeds", "eval", "engine_profile")
 #: Cell fields a grid sets itself; the `cell:` block and allocations may not.
 GRID_OWNED = ("name", "policy", "reward", "budget_flops", "budget", "seed", "label")
 #: Knobs that would stop a cell before its budget is spent, so it could miss its band.
@@ -82,6 +83,9 @@ class Grid:
     """Trainer seeds; every seed of one allocation carries the same label."""
     evaluation: EvalPlan
     """How cells are evaluated."""
+    raise_budgets: float = 1.0
+    """Largest factor the planner may raise a budget by so that every cell can reach its band
+    (`fit`); 1.0: never raise, refuse the grid instead."""
     engine_profile: str = "trl-cpu"
     """Accounting profile the plan assumes (the run picks trl-cpu on CPU, trl on CUDA)."""
     base: str | None = None
@@ -222,6 +226,11 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     if isinstance(band, bool) or not isinstance(band, (int, float)) or not 0 < band < 1:
         raise RaceError(f"{where}: band must be a fraction in (0, 1), got {band!r}",
                         "band 0.25 means a cell of budget B must land in [0.75 B, B]")
+    raise_by = d.get("raise_budgets", 1.0)
+    if isinstance(raise_by, bool) or not isinstance(raise_by, (int, float)) or not 1 <= raise_by <= 10:
+        raise RaceError(f"{where}: raise_budgets must be a factor in [1, 10], got {raise_by!r}",
+                        "raise_budgets 1.25 lets the planner raise a budget up to 1.25x so every cell reaches its "
+                        "band; 1 (the default) refuses such a grid instead")
     allocations = {}
     for label, knobs in _mapping(d["allocations"], "allocations", where).items():
         knobs = dict(knobs or {})
@@ -268,7 +277,8 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
             raise RaceError(f"{where}: name {label!r} cannot be part of a folder name",
                             "use letters, digits, '-' and '_' in model, allocation and reward names")
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
-                cell=cell, models=models, budgets=budgets, band=float(band), allocations=allocations,
+                cell=cell, models=models, budgets=budgets, band=float(band), raise_budgets=float(raise_by),
+                allocations=allocations,
                 rewards=rewards, seeds=tuple(seeds), evaluation=EvalPlan(targets, limit, batch, judge),
                 engine_profile=profile, base=None if base is None else str(base), source=source)
 
@@ -409,17 +419,17 @@ def step_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str
     return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
 
 
-def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats], *,
-         engine: str = "trl-cpu") -> list[PlannedCell]:
-    """What each cell's budget buys, from suite.accounting alone (pure; no model is loaded).
-    Raises RaceError naming every cell that cannot be guaranteed to land in its band."""
+def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats],
+                engine: str) -> list[tuple[int, dict]]:
+    """(step cost bound, expected FLOPs per phase of one generation batch) per cell, from
+    suite.accounting alone (pure; no model is loaded)."""
     from .accounting import step_flops
     from .modelspec import load_spec
 
     specs: dict[str, Any] = {}
     rewards: dict = {}
     costs: dict[tuple, tuple[int, dict]] = {}  # seeds and budgets share a step's cost: compute it once
-    planned, misses = [], []
+    out = []
     for c in cells:
         s = c.spec
         adapter, settings = s.adapter(), s.settings()
@@ -434,7 +444,56 @@ def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats]
             exp = step_flops(policy, adapter, settings, st.mean, s.max_completion_tokens, engine, s.attention,
                              reward_model)
             costs[key] = (bound, dict(exp.flops))
-        bound, flops = costs[key]
+        out.append(costs[key])
+    return out
+
+
+def _round_up(x: float) -> int:
+    """The smallest number of two significant digits >= x: 4.39e10 -> 4.4e10."""
+    unit = 10 ** max(int(math.floor(math.log10(x))) - 1, 0)
+    return int(math.ceil(x / unit) * unit)
+
+
+def fit(g: Grid, cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats], *,
+        engine: str | None = None) -> tuple[Grid, list[str]]:
+    """The grid with each budget raised, by at most `g.raise_budgets`, to the first budget at which
+    every cell of it can reach its band, and one note per raised budget saying why. Budgets that
+    need more than that are left alone, for `plan` to refuse with its hint."""
+    if g.raise_budgets <= 1:
+        return g, []
+    need: dict[int, tuple[float, str]] = {}
+    for c, (bound, _) in zip(cells, _step_costs(cells, stats, engine or g.engine_profile)):
+        low, high = c.band
+        if bound > high - low and bound / g.band > need.get(c.budget, (0.0, ""))[0]:
+            need[c.budget] = (bound / g.band, c.id)
+    budgets, notes = list(g.budgets), []
+    for i, b in enumerate(g.budgets):
+        if b not in need or need[b][0] > b * g.raise_budgets:
+            continue
+        new = _round_up(need[b][0])
+        while new - round(new * (1 - g.band)) < need[b][0] * g.band:  # the band's low end rounds
+            new += 10 ** max(len(str(new)) - 2, 0)
+        if new in budgets:
+            raise RaceError(f"{_where(g.source)}: budget {budget_tag(b)} would be raised to {budget_tag(new)}, "
+                            f"which the grid already has", "drop one of the two budgets")
+        budgets[i] = new
+        notes.append(f"budget {budget_tag(b)} raised to {budget_tag(new)} ({new / b:.2f}x, raise_budgets allows "
+                     f"{g.raise_budgets:g}x): one step of {need[b][1]} may cost up to {need[b][0] * g.band:.3g} "
+                     f"FLOPs, more than the band {g.band:g} of {budget_tag(b)} leaves")
+    if not notes:
+        return g, []
+    from dataclasses import replace
+
+    return replace(g, budgets=tuple(budgets)), notes
+
+
+def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats], *,
+         engine: str = "trl-cpu") -> list[PlannedCell]:
+    """What each cell's budget buys, from suite.accounting alone (pure; no model is loaded).
+    Raises RaceError naming every cell that cannot be guaranteed to land in its band."""
+    planned, misses = [], []
+    for c, (bound, flops) in zip(cells, _step_costs(cells, stats, engine)):
+        s = c.spec
         per_step = sum(flops.values())
         low, high = c.band
         if bound > high - low:
@@ -446,11 +505,38 @@ def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats]
                           for c, b in misses[:6])
         more = f" and {len(misses) - 6} more" if len(misses) > 6 else ""
         worst = max(b / (c.band[1] - c.band[0]) for c, b in misses)
+        source = next((c.spec.source for c, _ in misses if getattr(c.spec, "source", None)), None)
         raise RaceError(
-            f"{len(misses)} of {len(cells)} cells cannot be sure to reach their IsoFLOP band: {names}{more}",
-            f"the run stops up to one step short of its budget; raise the budgets about {worst:.1f}x, widen "
-            f"`band`, or make those steps cheaper (fewer prompts_per_step, smaller K, shorter max_completion_tokens)")
+            (f"grid {source}: " if source else "")
+            + f"{len(misses)} of {len(cells)} cells cannot be sure to reach their IsoFLOP band: {names}{more}",
+            f"the run stops up to one step short of its budget; raise the budgets about {worst:.1f}x (or let the "
+            f"planner do it: raise_budgets: {math.ceil(worst * 20) / 20:g}), widen `band`, or make those steps "
+            f"cheaper (fewer prompts_per_step, smaller K, shorter max_completion_tokens)")
     return planned
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """A grid as it will run: budgets after `fit`, every cell planned, and what the planner changed."""
+
+    grid: Grid
+    """The grid with its budgets as planned (raised where `raise_budgets` allows)."""
+    cells: tuple[PlannedCell, ...]
+    """Every cell with what its budget buys."""
+    notes: tuple[str, ...] = ()
+    """One line per budget the planner raised, with the reason."""
+
+
+def plan_grid(g: Grid, *, engine: str | None = None) -> GridPlan:
+    """Expand, fit and plan a grid: what `race grid` and `race quickstart` run. RaceError when a
+    cell cannot reach its band even after raising."""
+    engine = engine or g.engine_profile
+    cells = expand(g)
+    stats = prompt_stats_of(cells)
+    fitted, notes = fit(g, cells, stats, engine=engine)
+    if notes:
+        cells = expand(fitted)
+    return GridPlan(fitted, tuple(plan(cells, stats, engine=engine)), tuple(notes))
 
 
 def plan_table(planned: Sequence[PlannedCell]) -> str:

@@ -165,8 +165,10 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
     out = Path(out)
     g = grid.load(grid_file or default_grid())
     ev = g.evaluation if limit is None else replace(g.evaluation, limit=limit)
-    cells = grid.expand(g)
-    planned = grid.plan(cells, grid.prompt_stats_of(cells), engine=g.engine_profile)
+    gp = grid.plan_grid(g)
+    g, planned = gp.grid, gp.cells
+    for note in gp.notes:
+        print(f"race quickstart: {note}", flush=True)
     # One torch thread per cell: the tiny models gain nothing from a second thread, and two
     # threads per process oversubscribe a busy 2-core machine (rollouts measured ~10x slower).
     res = grid.run(planned, out, ev, workers=workers, threads=threads or 1, progress=progress, grid=g)
@@ -183,10 +185,11 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
                                          "cells": len(cells_), "grid": g.source})
     for p in race.write(doc, out).values():
         paths[p.name] = p
-    notes: list[str] = []
+    notes = list(gp.notes)
     if site:
-        index, notes = _site([grid.cell_dir(out, pc.cell) / "report.json" for pc in planned], out)
+        index, site_notes = _site([grid.cell_dir(out, pc.cell) / "report.json" for pc in planned], out)
         paths["site"] = index
+        notes += site_notes
     rows = _rows(planned, out)
     targets = tuple(sorted({t for r in rows for (m, t) in r.scores if m == PASS1}))
     prefs = preferences(frontier.frontier(cells_))

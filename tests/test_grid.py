@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -130,6 +131,32 @@ def test_cells_that_cannot_reach_the_band_are_named(models, stats):
     assert "1 of 2 cells" in msg and "band" in e.value.hint
 
 
+def test_raise_budgets_lifts_a_budget_to_the_first_every_cell_reaches(models, stats):
+    one = dict(seeds=[0], rewards={"sparse": "sparse"}, allocations={"lo": {"mu": 1, "lora_rank": 4}}, band=0.5)
+    [pc] = grid.plan(grid.expand(grid.grid_from_dict(_grid(models, budgets=[1e12], **one,
+                                                           models={"l": str(models["large"])}))), stats)
+    need = pc.step_bound / 0.5                     # the smallest budget whose band holds one step
+    short = int(need * 0.9)
+    d = _grid(models, budgets=[short], models={"l": str(models["large"])}, **one)
+    with pytest.raises(RaceError):                 # by default the planner refuses
+        grid.plan(grid.expand(grid.grid_from_dict(d)), stats)
+    g = grid.grid_from_dict({**d, "raise_budgets": 1.2})
+    fitted, notes = grid.fit(g, grid.expand(g), stats)
+    [b] = fitted.budgets
+    assert need <= b <= need * 1.01 and len(notes) == 1
+    assert f"budget {grid.budget_tag(short)} raised to {grid.budget_tag(b)}" in notes[0]
+    assert "l-" in notes[0] and "raise_budgets allows 1.2x" in notes[0]
+    [pc] = grid.plan(grid.expand(fitted), stats)   # now it plans, under the raised budget's name
+    assert pc.cell.budget == b and pc.cell.id.startswith(f"l-{grid.budget_tag(b)}-")
+    # more than the grid allows: left alone, and the plan refuses with the factor to allow
+    g = grid.grid_from_dict({**d, "budgets": [int(need * 0.5)], "raise_budgets": 1.2})
+    fitted, notes = grid.fit(g, grid.expand(g), stats)
+    assert fitted == g and not notes
+    with pytest.raises(RaceError) as e:
+        grid.plan(grid.expand(fitted), stats)
+    assert float(re.search(r"raise_budgets: ([0-9.]+)", e.value.hint).group(1)) >= 2
+
+
 def test_refusal_through_the_cli_is_one_line(models, tmp_path, capsys):
     import yaml
 
@@ -137,13 +164,15 @@ def test_refusal_through_the_cli_is_one_line(models, tmp_path, capsys):
     f.write_text(yaml.safe_dump(_grid(models, budgets=[1e8]), sort_keys=False))
     assert main(["grid", str(f), "--plan"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("race grid: error: 16 of 16 cells cannot be sure to reach their IsoFLOP band")
+    assert err.startswith(f"race grid: error: grid {f}: 16 of 16 cells cannot be sure to reach their IsoFLOP band")
+    assert "raise_budgets:" in err
     assert "s-1e8-sparse-lo-s0" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("change, words", [
     ({"bands": 0.2}, "unknown key 'bands'"),
     ({"band": 1.5}, "band must be a fraction"),
+    ({"raise_budgets": 0.5}, "raise_budgets must be a factor"),
     ({"allocations": {"a": {"max_steps": 3}}}, "may not set 'max_steps'"),
     ({"cell": {"seed": 3}}, "may not set 'seed'"),
     ({"budgets": ["lots"]}, "budget must be a positive whole number"),

@@ -74,9 +74,11 @@ def run(args) -> int:
         raise RaceError("--out DIR is required to run a grid", "or pass --plan to only print the plan")
     g = grid.load(args.grid)
     ev = grid_eval(g, args.limit, args.targets)
-    cells = grid.expand(g)
-    planned = grid.plan(cells, grid.prompt_stats_of(cells), engine=g.engine_profile)
-    print(f"grid {g.name}: {len(cells)} cells ({len(g.models)} models x {len(g.budgets)} budgets x "
+    gp = grid.plan_grid(g)
+    g, planned = gp.grid, gp.cells
+    for note in gp.notes:
+        print(f"note: {note}")
+    print(f"grid {g.name}: {len(planned)} cells ({len(g.models)} models x {len(g.budgets)} budgets x "
           f"{len(g.rewards)} rewards x {len(g.allocations)} allocations x {len(g.seeds)} seeds), band "
           f"[{1 - g.band:g} B, B]")
     print(grid.plan_table(planned))
