@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from leaderboard_corpus import make_corpus  # noqa: E402
 
-from suite import leaderboard as lb  # noqa: E402
+from suite.site import leaderboard as lb  # noqa: E402
 
 N = 1000
 CPU_LIMIT_S = 5.0

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from race_helpers import make_report, write_reports  # noqa: E402
 
-from suite import frontier, race  # noqa: E402
+from suite.analysis import frontier, race  # noqa: E402
 
 LIMIT_S = 2.0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite import bench
+from benchmarks import gate as bench
 
 CELLS = [pytest.param(c.name, marks=[pytest.mark.race_fast] if c.fast else [], id=c.name)
          for c in bench.REFERENCE_CELLS.values()]
@@ -26,7 +26,7 @@ def test_reference_cell(benchmark, name, tmp_path):
     import torch
     from trl import GRPOTrainer  # noqa: F401 -- one-time imports stay outside the first cell's timing
 
-    import suite.run  # noqa: F401
+    import suite.train.run  # noqa: F401
 
     torch.set_num_threads(bench.BENCH_THREADS)
     bc = bench.REFERENCE_CELLS[name]

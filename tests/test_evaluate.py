@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from suite import evaluate as ev  # noqa: E402
+from suite.evaluate import harness as ev  # noqa: E402
 from suite.errors import RaceError  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def test_pass1_is_not_string_match():
 
 
 def test_judge_scores_a_wrong_step_lower():
-    from suite.rewards import get_reward_system
+    from suite.train.rewards import get_reward_system
 
     judge = get_reward_system("prm", model_path=str(ev.default_judge()), aggregate=ev.JUDGE_AGGREGATION)
     q = "Mia has 4 apples. Mia sells 3. Mia finds 5 more. How many apples does Mia have now?"
@@ -197,7 +197,7 @@ def test_lm_eval_end_to_end_all_metrics(tiny, monkeypatch):
     assert len(log) == 3
     first = log[0]
     # lm-eval rendered exactly the prompt the policy was trained on (chat template, user turn).
-    from suite import embedded
+    from tools import embedded
 
     tok = embedded.load_tokenizer()
     assert first["arguments"][0][0] == embedded.prompt_text(tok, first["doc"]["question"])
@@ -258,7 +258,7 @@ def test_race_eval_writes_rows_into_a_valid_report(tiny, tmp_path, capsys):
     assert {k: v for k, v in doc.items() if k != "evaluations"} == {k: v for k, v in report.items() if k != "evaluations"}
     assert (run / "eval" / "arith-easy-250.samples.jsonl").is_file()
     # Native reward is the run's own system (structured) on the logged completions.
-    from suite.rewards import get_reward_system
+    from suite.train.rewards import get_reward_system
 
     log = [json.loads(x) for x in (run / "eval" / "arith-easy-250.samples.jsonl").read_text().splitlines()]
     want = get_reward_system("structured")([s["arguments"][0][0] for s in log], [s["filtered_resps"][0] for s in log],

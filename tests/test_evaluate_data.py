@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import evaluate as ev
+from suite.evaluate import harness as ev
 from suite.errors import RaceError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from suite import evaluate as ev
+from suite.evaluate import harness as ev
 
 pytestmark = pytest.mark.slow
 
@@ -40,10 +40,10 @@ def _slope(ys: list[float]) -> float:
 def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, capsys):
     import torch
 
-    from suite.cell import load_cell
+    from suite.train.cell import load_cell
     from suite.cli import main
     from suite.paths import tasks
-    from suite.run import run_cell
+    from suite.train.run import run_cell
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

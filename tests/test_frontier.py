@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from race_helpers import make_report, model, write_reports
-from suite import frontier, paths
+from suite.analysis import frontier
+from suite import paths
 from suite.cli import main
 from suite.errors import RaceError
 

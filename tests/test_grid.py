@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from suite import grid  # noqa: E402
+from suite.analysis import grid  # noqa: E402
 from suite.cli import main  # noqa: E402
 from suite.errors import RaceError  # noqa: E402
 from suite.paths import tasks  # noqa: E402
@@ -102,8 +102,8 @@ def test_planning_puts_every_cell_into_its_band(models, stats):
 
 def test_bound_is_the_runs_stop_rule(models, stats):
     """The planner's bound is the one suite.run stops on (recomputed without transformers)."""
-    from suite.modelspec import load_spec
-    from suite.trl_callback import step_cost_bound
+    from suite.accounting.modelspec import load_spec
+    from suite.train.trl_callback import step_cost_bound
 
     for c in grid.expand(grid.grid_from_dict(_grid(models, seeds=[0], budgets=[4e9]))):
         s = c.spec

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
 from test_executors import _finish, _kill_session  # noqa: E402
 
-from suite import grid  # noqa: E402
+from suite.analysis import grid  # noqa: E402
 from suite.paths import tasks  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.environ.get("CI") and shutil.which("ray", path=str(Path(sys.executable).parent))

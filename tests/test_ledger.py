@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.errors import RaceError
-from suite.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
+from suite.record.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
                           record_problem)
 from suite.validate.schema_rules import ledger_record_validator
 

@@ -85,7 +85,7 @@ def test_missing_grid_file_is_one_line(tmp_path, capsys):
 
 def test_shipped_quickstart_grid_meets_the_brief():
     """The shipped grid: at least two model sizes, three allocations, a rule reward and the PRM."""
-    from suite import grid
+    from suite.analysis import grid
 
     g = grid.load(tasks() / "grids" / "quickstart.yaml")
     assert len(g.models) >= 2 and len(g.allocations) >= 3

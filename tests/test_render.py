@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from suite import render
+from suite.site import render
 from suite.errors import RaceError
 
 from leaderboard_docs import PAYLOADS, ROOT, hostile, made_up_report, string_paths

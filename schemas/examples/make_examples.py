@@ -27,10 +27,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
-from suite.ledger import LedgerWriter  # noqa: E402
-from suite.modelspec import load_spec  # noqa: E402
+from suite.record.ledger import LedgerWriter  # noqa: E402
+from suite.accounting.modelspec import load_spec  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
-from suite.report import build_report, totals_from  # noqa: E402
+from suite.record.report import build_report, totals_from  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16
@@ -165,7 +165,7 @@ def invalid_cases(valid: dict[str, dict]):
 
     def full_priced(d):
         from suite.accounting import Adapter as A, GRPOSettings as G
-        from suite.modelspec import ModelSpec
+        from suite.accounting.modelspec import ModelSpec
 
         w = d["totals"]["work"]
         full = phase_flops(w, ModelSpec.from_dict(d["policy"]["spec"]), A(kind="full"), G(**d["grpo"]), None, "trl", "causal")
@@ -233,7 +233,7 @@ def make_invalid(valid: dict[str, dict]) -> None:
     out.mkdir()
     (out / "base.ledger.jsonl").write_bytes((HERE / "valid" / valid["sparse"]["ledger"]["path"]).read_bytes())
     (out / "prm.ledger.jsonl").write_bytes((HERE / "valid" / valid["prm"]["ledger"]["path"]).read_bytes())
-    from suite.ledger import LedgerSummary
+    from suite.record.ledger import LedgerSummary
 
     for case in invalid_cases(valid):
         name, doc, expect = case[:3]

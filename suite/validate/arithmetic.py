@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..ledger import PHASES, TOKEN_KEYS
+from ..record.ledger import PHASES, TOKEN_KEYS
 from .registry import Issue, rule
 from .schema_rules import json_path
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from ..ledger import PHASES
+from ..record.ledger import PHASES
 from .registry import Issue, rule
 
 # Relative deviation allowed between a declared phase and our recomputation. Our own reports
@@ -40,7 +40,7 @@ class Recomputation:
 def _inputs(doc: dict, adapter_type: str | None = None):
     """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention)."""
     from ..accounting import Adapter, GRPOSettings
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     policy = ModelSpec.from_dict(doc["policy"]["spec"])
     a = doc["adapter"]
@@ -92,7 +92,7 @@ def _phase_flops(work: dict, args: tuple) -> dict:
     """suite.accounting.phase_flops(work, *args) with the work -> FLOPs map (coefficients, a
     per-layer walk) built once per distinct setting: a leaderboard repeats a few settings
     across many reports. The same checks and the same sum as pass_breakdown."""
-    from ..accounting import _check_work, phase_flops
+    from ..accounting.flops import _check_work, phase_flops
     from ..errors import RaceError
 
     _check_work(work)
@@ -121,7 +121,7 @@ def catalog_spec(name: str):
     """The catalog ModelSpec a model name names (hub ids too), or None for other names; read
     once per name (the catalog ships with the package and is part of the validator's
     fingerprint)."""
-    from ..modelspec import _catalog_lookup, load_spec
+    from ..accounting.modelspec import _catalog_lookup, load_spec
 
     return load_spec(name) if _catalog_lookup(name) is not None else None
 
@@ -251,7 +251,7 @@ def param_counts(ctx) -> Iterable[Issue]:
     """`params_total` and `params_non_embedding` of the policy, the reward model and any judge
     must equal the counts implied by their `spec` (exact, as the real model has them)."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     for where, m in _model_sections(ctx.doc):
         try:
@@ -272,7 +272,7 @@ def catalog_identity(ctx) -> Iterable[Issue]:
     """A model whose `name` is a catalog name (e.g. Qwen2.5-1.5B-Instruct) must carry that
     model's spec: a 7B spec under a 1.5B name (or the reverse) makes every FLOP count wrong."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     for where, m in _model_sections(ctx.doc):
         try:
@@ -299,7 +299,7 @@ def trainable_params(ctx) -> Iterable[Issue]:
     """Full fine-tuning trains every parameter; a LoRA of rank r on a Linear(in, out) adds
     r·(in + out) per adapted module per layer. `adapter.trainable_params` must match."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     try:
         spec = ModelSpec.from_dict(ctx.doc["policy"]["spec"])

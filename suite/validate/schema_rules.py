@@ -8,7 +8,7 @@ import json
 from functools import lru_cache
 from typing import Iterable
 
-from ..report import SCHEMA_FILE, SUPPORTED_VERSIONS
+from ..record.report import SCHEMA_FILE, SUPPORTED_VERSIONS
 from .registry import Issue, rule
 
 # ------------------------------------------------------------------------ input (loader) rules
@@ -165,7 +165,7 @@ def ledger_record_validator():
     from jsonschema import Draft202012Validator
 
     from .. import paths
-    from ..ledger import SCHEMA_FILE as LEDGER_SCHEMA
+    from ..record.ledger import SCHEMA_FILE as LEDGER_SCHEMA
 
     schema = json.loads((paths.schemas() / LEDGER_SCHEMA).read_text())
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
