@@ -159,15 +159,10 @@ def _default_reward_model(system: str) -> str | None:
 
 def weights_digest(folder: str | os.PathLike) -> str:
     """sha256 (first 16 hex digits) of a model folder's *.safetensors files, in name order."""
-    import hashlib
+    from suite.digest import files_sha256
 
-    h = hashlib.sha256()
     files = sorted(Path(folder).glob("*.safetensors"))
-    for f in files:
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()[:16] if files else "none"
+    return files_sha256(files)[:16] if files else "none"
 
 
 def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
@@ -177,15 +172,16 @@ def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
     import time
 
     from suite.record.ledger import read_ledger
+    from suite.record.report import read_report
 
     out = Path(out)
-    report = json.loads((out / "report.json").read_text())
+    report = read_report(out / "report.json")
     records = read_ledger(out / "ledger.jsonl").records
     rewards = [r["metrics"]["reward"] for r in records if (r.get("metrics") or {}).get("reward") is not None]
     info: dict[str, Any] = {
         "cell": bc.name,
-        "flops": {k: int(v) for k, v in report["totals"]["flops"].items()},
-        "tokens": {k: int(v) for k, v in report["totals"]["tokens"].items()},
+        "flops": {k: int(v) for k, v in report.flops.items()},
+        "tokens": {k: int(v) for k, v in report.tokens.items()},
         "steps": len(records),
         "final_reward": rewards[-1] if rewards else None,
     }

@@ -15,7 +15,7 @@ import types
 ALIASES: dict[str, tuple[str, ...]] = {
     "suite.modelspec": ("suite.accounting.modelspec",),
     "suite.ledger": ("suite.record.ledger",),
-    "suite.report": ("suite.record.report",),
+    "suite.report": ("suite.record.report", "suite.record.runspec"),
     "suite.grid": ("suite.analysis.grid",),
     "suite.trl_callback": ("suite.train.trl_callback",),
 }

@@ -104,7 +104,8 @@ def test_ledger_outside_the_folder_is_never_read(tmp_path):
 
 
 def _write_ledger(path: Path, steps: int) -> str:
-    from suite.record.ledger import LedgerWriter, file_sha256
+    from suite.digest import file_sha256
+    from suite.record.ledger import LedgerWriter
 
     with LedgerWriter(path, fsync=False) as w:
         for s in range(1, steps + 1):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from suite.errors import RaceError
 from suite.record.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
                           record_problem)
-from suite.validate.schema_rules import ledger_record_validator
+from suite.record.schemas import ledger_record_validator
 
 TOK = dict.fromkeys(TOKEN_KEYS, 3)
 FLOPS = {"rollout": 10, "update": 20, "reward": 0}

@@ -44,6 +44,9 @@ MAX_TOKENS = 10_000_000
 """Longest sequence accepted: anything longer is a unit mistake, not a context window."""
 
 PHASES = ("rollout", "update", "reward")
+"""The phases of a GRPO step, in the order every ledger, report and table lists them."""
+TOKEN_KEYS = ("rollout_prompt", "rollout_completion", "update", "reward")
+"""Token counts per phase as ledgers and reports write them (tokens_from_work)."""
 
 # Pass kinds of the policy and the statistics kept for each (all additive over steps).
 _STATS = ("tokens", "attn_causal", "attn_full", "lm_head")
@@ -673,7 +676,7 @@ def six_n_t(spec: ModelSpec, tokens: int) -> int:
 
 
 __all__ = [
-    "ATTENTION", "PROJECTIONS", "PHASES", "WORK_KEYS", "METHOD", "VERSION", "Adapter", "GRPOSettings",
+    "ATTENTION", "PROJECTIONS", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "METHOD", "VERSION", "Adapter", "GRPOSettings",
     "EngineProfile", "ENGINES", "engine", "get_engine", "work_from_lengths", "work_from_means", "add_work",
     "tokens_from_work", "coefficients", "pass_breakdown", "phase_flops", "StepFlops", "step_flops",
     "verl_update_flops", "six_n_t",

@@ -9,7 +9,6 @@ present what the science functions return.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections import defaultdict
@@ -19,9 +18,8 @@ from typing import Iterable
 
 from ..atomic import atomic_path, write_text_atomic
 from ..errors import RaceError
+from ..record.report import CHECK_HINT, Report, UnreadableReport, read_report
 
-# Report files larger than this are not run reports (those are a few kB); refuse before reading.
-MAX_REPORT_BYTES = 64 * 1024 * 1024
 # Metric name (report v1 `evaluations[].metric`) that holds a run's own training reward.
 NATIVE_METRIC = "native_reward"
 
@@ -136,95 +134,41 @@ class Pilot:
 # ---------------------------------------------------------------- loading
 
 
-def _get(doc: dict, dotted: str, path: str):
-    cur = doc
-    for key in dotted.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            raise RaceError(f"{path}: report has no field {dotted!r}",
-                            "check it with `race validate`; RACE reads report v1 files")
-        cur = cur[key]
-    return cur
-
-
-def _num(doc: dict, dotted: str, path: str) -> float:
-    v = _get(doc, dotted, path)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise RaceError(f"{path}: {dotted} must be a finite number, found {v!r}",
-                        "check it with `race validate`")
-    return v
-
-
-def _allocation_label(doc: dict, rank: int) -> str:
-    label = (doc.get("run") or {}).get("label")
-    if isinstance(label, str) and label.strip():
-        return label.strip()
-    g = doc.get("grpo") or {}
-    return f"r{rank}-K{g.get('group_size', '?')}-mu{g.get('num_iterations', '?')}"
-
-
 def cells_from_report(doc: dict, path: str = "report.json") -> list[Cell]:
     """The cells of one report v1 document: one per evaluation (none if unevaluated)."""
-    if not isinstance(doc, dict):
-        raise RaceError(f"{path}: not a report (top level is not an object)", "check it with `race validate`")
-    band = (doc.get("budget") or {}).get("band")
-    budget = (doc.get("budget") or {}).get("flops")
-    if isinstance(band, dict):
-        low, high = int(_num(band, "low", path)), int(_num(band, "high", path))
-    elif isinstance(budget, int) and not isinstance(budget, bool):
-        low = high = budget
-    else:
-        low = high = 0
-    rank = (doc.get("adapter") or {}).get("rank")
-    rank = int(rank) if isinstance(rank, int) and not isinstance(rank, bool) else 0
-    evals = _get(doc, "evaluations", path)
-    if not isinstance(evals, list):
-        raise RaceError(f"{path}: evaluations must be a list", "check it with `race validate`")
-    native = [e["value"] for e in evals if isinstance(e, dict) and e.get("metric") == NATIVE_METRIC
-              and isinstance(e.get("value"), (int, float)) and math.isfinite(e["value"])]
+    return cells_of(Report(doc, path))
+
+
+def cells_of(report: Report) -> list[Cell]:
+    """The cells of one read report: one per evaluation (none if unevaluated)."""
+    low, high = report.band or ((report.budget_flops,) * 2 if report.budget_flops is not None else (0, 0))
+    evals = report.evaluations
+    native = [e.value for e in evals if e.metric == NATIVE_METRIC]
     common = dict(
-        path=path,
-        label=_allocation_label(doc, rank),
-        seed=(doc.get("run") or {}).get("seed"),
-        lora_rank=rank,
-        p=float(_num(doc, "totals.update_share", path)),
-        reward_share=float(_num(doc, "totals.shares.reward", path)),
-        total_flops=int(_num(doc, "totals.flops.total", path)),
+        path=report.name,
+        label=report.allocation,
+        seed=report.seed,
+        lora_rank=report.lora_rank or 0,
+        p=report.update_share,
+        reward_share=report.reward_share,
+        total_flops=report.total_flops,
         native_reward=sum(native) / len(native) if native else None,
     )
-    model, params = str(_get(doc, "policy.name", path)), int(_num(doc, "policy.params_total", path))
-    system = str(_get(doc, "reward.system", path))
-    cells = []
-    for i, e in enumerate(evals):
-        where = f"{path} evaluations[{i}]"
-        if not isinstance(e, dict):
-            raise RaceError(f"{where}: not an object", "check it with `race validate`")
-        judge = e.get("judge")
-        cond = Condition(params_total=params, model=model, band_low=low, band_high=high,
-                         reward_system=system, target=str(_get(e, "target", where)),
-                         metric=str(_get(e, "metric", where)),
-                         judge=str(judge.get("name", "")) if isinstance(judge, dict) else "")
-        cells.append(Cell(condition=cond, score=float(_num(e, "value", where)), **common))
-    return cells
+    model, params, system = report.model, report.params_total, report.reward_system
+    return [Cell(condition=Condition(params_total=params, model=model, band_low=low, band_high=high,
+                                     reward_system=system, target=e.target, metric=e.metric, judge=e.judge),
+                 score=e.value, **common) for e in evals]
 
 
-def _read_json(file: Path, shown: str) -> dict:
+def _read(file: Path, shown: str) -> Report:
     try:
-        if file.stat().st_size > MAX_REPORT_BYTES:
-            raise RaceError(f"{shown}: {file.stat().st_size} bytes is too large for a run report",
-                            f"reports are a few kB; the limit is {MAX_REPORT_BYTES} bytes")
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RaceError(f"{shown}: not UTF-8 text", "check it with `race validate`") from None
-    except OSError as e:
-        raise RaceError(f"{shown}: cannot read ({e.strerror})", None) from None
-
-    def no_constant(name):
-        raise ValueError(f"non-standard number {name}")
-
-    try:
-        return json.loads(text, parse_constant=no_constant)
-    except (ValueError, RecursionError) as e:
-        raise RaceError(f"{shown}: not valid JSON ({e})", "check it with `race validate`") from None
+        return read_report(file, check=False, name=shown)
+    except UnreadableReport as e:
+        if e.kind == "io":
+            raise RaceError(f"{shown}: cannot read ({e.reason})", None) from None
+        if e.kind == "size":
+            raise RaceError(f"{shown}: {e.reason}", "reports are a few kB") from None
+        raise RaceError(f"{shown}: not valid JSON ({e.reason})", CHECK_HINT) from None
 
 
 def load(directory: str | os.PathLike) -> Pilot:
@@ -237,7 +181,7 @@ def load(directory: str | os.PathLike) -> Pilot:
     files = sorted(root.rglob("report.json"))
     for f in files:
         shown = f.relative_to(root).as_posix()
-        got = cells_from_report(_read_json(f, shown), shown)
+        got = cells_of(_read(f, shown))
         cells.extend(got)
         if not got:
             unevaluated.append(shown)

@@ -22,7 +22,6 @@ See docs/quickstart.md for the file format.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -558,13 +557,13 @@ def evaluated(report: Path, ev: EvalPlan) -> bool:
     """True when `report` exists and holds pass@1 rows for every target of `ev` at its limit."""
     if not report.is_file():
         return False
-    try:
-        doc = json.loads(report.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
     from ..evaluate.harness import result_name, target
+    from ..record.report import read_report
 
-    have = {(e.get("target"), e.get("metric")) for e in doc.get("evaluations") or [] if isinstance(e, dict)}
+    try:
+        have = set(read_report(report, check=False).scores())
+    except RaceError:
+        return False
     for t in ev.targets:
         n = min(ev.limit or target(t).size, target(t).size)
         if (result_name(t, n), "pass@1") not in have:
@@ -574,13 +573,9 @@ def evaluated(report: Path, ev: EvalPlan) -> bool:
 
 def _declare_band(report: Path, band: tuple[int, int]) -> None:
     """Write the grid's IsoFLOP band into the run's report (budget.band), atomically."""
-    from ..atomic import write_json_atomic
+    from ..record.report import update_report
 
-    doc = json.loads(report.read_text(encoding="utf-8"))
-    want = {"low": band[0], "high": band[1]}
-    if (doc.get("budget") or {}).get("band") != want:
-        doc.setdefault("budget", {})["band"] = want
-        write_json_atomic(report, doc)
+    update_report(report, lambda doc: doc.setdefault("budget", {}).update(band={"low": band[0], "high": band[1]}))
 
 
 class _LogTo:
@@ -634,8 +629,10 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
             from ..evaluate.harness import evaluate_run
 
             evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
-    doc = json.loads(report.read_text(encoding="utf-8"))
-    return {"totals": doc.get("totals"), "steps": (doc.get("ledger") or {}).get("steps")}
+    from ..record.report import read_report
+
+    done = read_report(report)
+    return {"totals": done.doc["totals"], "steps": done.steps}
 
 
 @dataclass(frozen=True)
@@ -658,9 +655,11 @@ def cell_dir(out: str | os.PathLike, cell: GridCell) -> Path:
 
 
 def _spent(report: Path) -> int:
+    from ..record.report import read_report
+
     try:
-        return int(json.loads(report.read_text(encoding="utf-8"))["totals"]["flops"]["total"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_report(report, check=False).total_flops
+    except RaceError:
         return 0
 
 

@@ -25,10 +25,9 @@ import numpy as np
 from .. import __version__
 from ..errors import RaceError
 from ..atomic import write_text_atomic
+from ..record import schemas
 from .frontier import Allocation, Cell, Condition, allocations, best, by_condition
 
-SCHEMA_VERSION = "1.0"
-SCHEMA_FILE = "race-v1.schema.json"
 
 FEEDBACK_THRESHOLD = 0.10
 """Reward FLOP share above which a condition is *feedback-heavy*: once reward-model inference
@@ -500,7 +499,7 @@ def diagnose(cells: Iterable[Cell], *, feedback_threshold: float = FEEDBACK_THRE
             "validation": {"in_grid": summarize(t_loo), "held_out_rank": summarize(t_rank)},
         })
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": schemas.RACE_VERSION,
         "generated_by": f"race {__version__}",
         "source": source or {"cells": len(cells)},
         "settings": {"feedback_threshold": feedback_threshold, "min_points": MIN_POINTS,
@@ -538,24 +537,14 @@ LIMITS = [
 # ---------------------------------------------------------------- writing
 
 
-def schema() -> dict:
-    """The race-v1 JSON Schema."""
-    from .. import paths
-
-    return json.loads((paths.schemas() / SCHEMA_FILE).read_text(encoding="utf-8"))
-
-
 def check(doc: dict) -> None:
     """Validate a race.json document against schemas/race-v1 (Draft 2020-12, formats checked);
     a failure is a bug in RACE, reported with the JSON path."""
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    errors = sorted(schemas.validator(schemas.RACE).iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         where = "/".join(str(x) for x in e.absolute_path) or "(top)"
-        raise RaceError(f"race.json would not follow {SCHEMA_FILE}: at {where}: {e.message}",
+        raise RaceError(f"race.json would not follow {schemas.RACE}: at {where}: {e.message}",
                         "this is a bug in RACE; please report it with the input directory")
 
 

@@ -258,13 +258,13 @@ def check_adapter(adapter: str | Path, base: str | Path) -> dict:
 
 
 def model_entry(path: str | Path) -> dict:
-    """A report `model` object (name, spec, parameter counts) for a model folder or catalog name."""
+    """A report `model` object (name, spec, parameter counts) for a model folder (named by the
+    folder) or catalog name."""
     from ..accounting.modelspec import load_spec
+    from ..record.report import model_entry as entry
 
     spec = load_spec(str(path))
-    name = Path(str(path)).name if Path(str(path)).is_dir() else spec.name
-    return {"name": name, "spec": spec.to_dict(), "params_total": spec.params_total,
-            "params_non_embedding": spec.params_non_embedding}
+    return entry(spec, Path(str(path)).name if Path(str(path)).is_dir() else None)
 
 
 BACKENDS = ("hf", "vllm")
@@ -624,7 +624,9 @@ def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
     """(base model folder, reward system, reward model folder or None) of a run folder: from
     its cell.yaml (suite.cell: policy, reward system and model_path), else from report.json
     (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names."""
-    report = json.loads((run_dir / "report.json").read_text())
+    from ..record.report import read_report
+
+    report = read_report(run_dir / "report.json", check=False)
     policy, system, reward_model = None, None, None
     if (run_dir / "cell.yaml").is_file():
         from ..train.cell import load_cell
@@ -636,10 +638,9 @@ def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
             from ..train.rewards import default_model_path
 
             reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
-    reward = report.get("reward") or {}
-    policy = policy or (report.get("policy") or {}).get("name")
-    system = system or reward.get("system")
-    reward_model = reward_model or ((reward.get("model") or {}).get("name") if reward.get("kind") != "rule" else None)
+    policy = policy or report.model
+    system = system or report.reward_system
+    reward_model = reward_model or (report.reward_model if report.reward_kind != "rule" else None)
     base = _resolve_model(policy, run_dir)
     if base is None:
         raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
@@ -666,7 +667,7 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
     """Evaluate RUN_DIR/adapter on `targets` with all three metrics, keep lm-eval's per-sample
     logs in RUN_DIR/eval/, and write the rows into RUN_DIR/report.json atomically (rows for the
     same target and metric are replaced; the report stays valid). Returns the new rows."""
-    from ..atomic import write_json_atomic
+    from ..record.report import update_report
 
     run_dir = Path(run_dir)
     report_path = run_dir / "report.json"
@@ -685,10 +686,8 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
                         limit=limit, backend=backend, judge=judge, native_reward=system, native_reward_model=reward_model,
                         data_dir=data_dir, out_dir=str(run_dir / "eval"), batch_size=batch_size, device=device)
     rows = evaluate(config)
-    doc = json.loads(report_path.read_text())
-    doc["evaluations"] = merge_evaluations(doc.get("evaluations") or [], rows)
-    _check_valid(doc, report_path)
-    write_json_atomic(report_path, doc)
+    update_report(report_path, lambda doc: doc.update(evaluations=merge_evaluations(doc.get("evaluations") or [], rows)),
+                  check=lambda doc: _check_valid(doc, report_path))
     return rows
 
 

@@ -254,7 +254,7 @@ class ImportResult:
 
 
 def _reward_spec(cell: "CellSpec"):
-    from ..record.report import RewardSpec
+    from ..record.runspec import RewardSpec
     from ..train.rewards import REWARD_SYSTEMS, default_model_path
 
     cls = REWARD_SYSTEMS[cell.reward.system]
@@ -273,7 +273,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.ledger import LedgerWriter
     from ..accounting.modelspec import load_spec
     from ..atomic import write_json_atomic
-    from ..record.report import Budget, EngineSpec, RunSpec, build_report
+    from ..record.report import build_report, write_report
+    from ..record.runspec import Budget, EngineSpec, RunSpec
 
     out = Path(out)
     ledger_path, report_path, cmp_path = out / "ledger.jsonl", out / "report.json", out / "comparison.json"
@@ -333,9 +334,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                    engine=EngineSpec(name=engine, version=engine_version), engine_profile=engine_profile,
                    attention=cell.attention, budget=Budget(flops=cell.budget_flops),
                    label=cell.label or cell.name, seed=cell.seed, id=cell.name)
-    doc = build_report(ledger_path, spec, report_dir=out)
-    doc["run"]["notes"] = notes
-    write_json_atomic(report_path, doc)
+    doc = build_report(ledger_path, spec, report_dir=out, notes=notes)
+    write_report(report_path, doc)
     write_json_atomic(cmp_path, cmp.to_dict())
     return ImportResult(ledger_path, report_path, cmp_path, doc, cmp)
 

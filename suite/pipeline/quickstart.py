@@ -16,7 +16,6 @@ never asserted. docs/quickstart.md explains every output.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -100,14 +99,14 @@ class Quickstart:
 
 def _rows(planned, out: Path) -> list[Row]:
     from ..analysis.grid import cell_dir
+    from ..record.report import read_report
 
     rows = []
     for pc in planned:
-        doc = json.loads((cell_dir(out, pc.cell) / "report.json").read_text(encoding="utf-8"))
-        t = doc["totals"]
-        scores = {(e["metric"], e["target"]): e["value"] for e in doc.get("evaluations") or []}
-        rows.append(Row(pc.cell.id, pc.cell.model, pc.cell.reward, pc.cell.allocation, t["update_share"],
-                        t["shares"]["reward"], int(t["steps"]), int(t["flops"]["total"]), scores))
+        r = read_report(cell_dir(out, pc.cell) / "report.json")
+        scores = {(metric, target): v for (target, metric), v in r.scores().items()}
+        rows.append(Row(pc.cell.id, pc.cell.model, pc.cell.reward, pc.cell.allocation, r.update_share,
+                        r.reward_share, r.steps, r.total_flops, scores))
     return rows
 
 
@@ -127,8 +126,8 @@ def _site(reports: Sequence[Path], out: Path) -> tuple[Path, list[str]]:
     build the static site in out/site."""
     import shutil
 
+    from ..record.report import read_report, write_report
     from ..site import leaderboard
-    from ..atomic import write_json_atomic
 
     folder, staging = out / "submissions", out / "submissions-staged"
     folder.mkdir(parents=True, exist_ok=True)
@@ -136,13 +135,13 @@ def _site(reports: Sequence[Path], out: Path) -> tuple[Path, list[str]]:
     for r in reports:
         # Every run's ledger is called ledger.jsonl; the submissions folder stores a ledger at the
         # report's relative ledger.path, so each report is staged with a ledger path of its own.
-        doc = json.loads(r.read_text(encoding="utf-8"))
+        doc = read_report(r).doc
         stage = staging / r.parent.name
         rel = f"ledgers/{r.parent.name}.jsonl"
         (stage / "ledgers").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(r.parent / doc["ledger"]["path"], stage / rel)
         doc["ledger"]["path"] = rel
-        write_json_atomic(stage / "report.json", doc)
+        write_report(stage / "report.json", doc)
         try:
             leaderboard.submit(stage / "report.json", folder)
         except leaderboard.SubmissionRefused as e:

@@ -5,7 +5,7 @@ up to the last complete record. A torn last line (the step being written when th
 died) is reported as `LedgerReader.torn`, never silently dropped and never a crash.
 Reading streams line by line: constant memory for ledgers of any length.
 
-Record shape (schemas/ledger-record-v1.schema.json):
+Record shape (schemas/ledger-record-v1.schema.json, the one place it is defined):
     {"step": 1, "time": "2026-11-29T20:00:00Z",
      "tokens": {"rollout_prompt": .., "rollout_completion": .., "update": .., "reward": ..},
      "work": {...suite.accounting statistics...},
@@ -27,16 +27,12 @@ from operator import itemgetter, lt
 from typing import Any, Iterator, Mapping
 
 from .. import jsonstrict
+from ..accounting import PHASES, TOKEN_KEYS
 from ..errors import RaceError
+from .schemas import record_shape
 
-PHASES = ("rollout", "update", "reward")
-TOKEN_KEYS = ("rollout_prompt", "rollout_completion", "update", "reward")
-SECONDS_KEYS = ("rollout", "update", "reward", "other")
-RECORD_KEYS = frozenset({"step", "time", "tokens", "work", "flops", "seconds", "metrics"})
-REQUIRED_KEYS = ("step", "time", "tokens", "work", "flops")
 # Lines parsed together as one JSON array: at most this many, or this many bytes (bounded memory).
 _BATCH, _BATCH_BYTES = 256, 4 * 1024 * 1024
-SCHEMA_FILE = "ledger-record-v1.schema.json"
 
 
 def utc_now() -> str:
@@ -45,17 +41,33 @@ def utc_now() -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Record checks. A hand-written mirror of the ledger-record schema: jsonschema costs ~100 us a
-# record, too slow for 100,000-step ledgers, so this fast check runs on every record and the
-# schema only explains the records it rejects (tests keep the two in agreement).
+# Record checks. The shape comes from the ledger-record schema (suite.record.schemas.record_shape);
+# running jsonschema itself costs ~100 us a record, too slow for 100,000-step ledgers, so this
+# fast check applies that shape to every record and the schema only explains the records it
+# rejects (tests keep the two verdicts in agreement).
 
-MAX_COUNT = 10**30  # schema's count maximum: far above any run, and keeps numbers printable
 _INT = {int}
 _NUM = {int, float}
-_TOKEN_SET = frozenset(TOKEN_KEYS)
-_REQUIRED_SET = frozenset(REQUIRED_KEYS)
-_PHASE_SET = frozenset(PHASES)
-_SECONDS_SET = frozenset(SECONDS_KEYS)
+_S = None
+
+
+class _Shape:
+    """record_shape() as the sets the checks test against (built once)."""
+
+    def __init__(self):
+        s = record_shape()
+        self.keys, self.required, self.required_set = s.keys, s.required, frozenset(s.required)
+        self.tokens, self.token_set = s.tokens, frozenset(s.tokens)
+        self.flops, self.flop_set = s.flops, frozenset(s.flops)
+        self.seconds, self.seconds_set = s.seconds, frozenset(s.seconds)
+        self.max_count = s.max_count
+
+
+def _shape() -> _Shape:
+    global _S
+    if _S is None:
+        _S = _Shape()
+    return _S
 
 
 def _counts(d: Any) -> bool:
@@ -63,11 +75,11 @@ def _counts(d: Any) -> bool:
     if type(d) is not dict:
         return False
     v = d.values()
-    return not v or (set(map(type, v)) <= _INT and min(v) >= 0 and max(v) <= MAX_COUNT)
+    return not v or (set(map(type, v)) <= _INT and min(v) >= 0 and max(v) <= _shape().max_count)
 
 
 def _seconds(d: Any) -> bool:
-    if type(d) is not dict or not d.keys() <= _SECONDS_SET:
+    if type(d) is not dict or not d.keys() <= _shape().seconds_set:
         return False
     v = d.values()
     return not v or (set(map(type, v)) <= _NUM and all(map(math.isfinite, v)) and min(v) >= 0)
@@ -77,26 +89,27 @@ def record_problem(rec: Any) -> str | None:
     """None if `rec` is a well-formed ledger record, else a one-line reason (fast path)."""
     if type(rec) is not dict:
         return f"a record must be a JSON object, not {type(rec).__name__}"
+    shape = _shape()
     keys = rec.keys()
-    if not keys <= RECORD_KEYS:
-        return f"unknown key {sorted(keys - RECORD_KEYS)[0]!r}"
-    if not _REQUIRED_SET <= keys:
-        return f"missing key {next(k for k in REQUIRED_KEYS if k not in rec)!r}"
+    if not keys <= shape.keys:
+        return f"unknown key {sorted(keys - shape.keys)[0]!r}"
+    if not shape.required_set <= keys:
+        return f"missing key {next(k for k in shape.required if k not in rec)!r}"
     step = rec["step"]
     if type(step) is not int or step < 1:
         return "step must be an integer >= 1"
     if type(rec["time"]) is not str or not _is_datetime(rec["time"]):
         return "time must be an RFC 3339 date-time"
     tokens = rec["tokens"]
-    if not _counts(tokens) or tokens.keys() != _TOKEN_SET:
-        return f"tokens must hold exactly {', '.join(TOKEN_KEYS)} as non-negative integers"
+    if not _counts(tokens) or tokens.keys() != shape.token_set:
+        return f"tokens must hold exactly {', '.join(shape.tokens)} as non-negative integers"
     flops = rec["flops"]
-    if not _counts(flops) or flops.keys() != _PHASE_SET:
-        return f"flops must hold exactly {', '.join(PHASES)} as non-negative integers"
+    if not _counts(flops) or flops.keys() != shape.flop_set:
+        return f"flops must hold exactly {', '.join(shape.flops)} as non-negative integers"
     if not _counts(rec["work"]):
         return "work must map names to non-negative integers"
     if "seconds" in rec and not _seconds(rec["seconds"]):
-        return f"seconds must map some of {', '.join(SECONDS_KEYS)} to non-negative numbers"
+        return f"seconds must map some of {', '.join(shape.seconds)} to non-negative numbers"
     if "metrics" in rec:
         m = rec["metrics"]
         if type(m) is not dict or not set(map(type, m.values())) <= {int, float, type(None)} \
@@ -119,10 +132,10 @@ def _count_column(dicts: list, plain: bool) -> bool:
             total = sum(chain.from_iterable(map(dict.values, dicts)))
         except TypeError:
             return False
-        if type(total) is int and total <= MAX_COUNT:
+        if type(total) is int and total <= _shape().max_count:
             return True
     v = list(chain.from_iterable(map(dict.values, dicts)))
-    return not v or (set(map(type, v)) <= _INT and min(v) >= 0 and max(v) <= MAX_COUNT)
+    return not v or (set(map(type, v)) <= _INT and min(v) >= 0 and max(v) <= _shape().max_count)
 
 
 def batch_ok(recs: list, *, plain: bool = False) -> bool:
@@ -135,16 +148,17 @@ def batch_ok(recs: list, *, plain: bool = False) -> bool:
     number anywhere); it lets sums stand in for type and range checks."""
     if not recs or set(map(type, recs)) != {dict}:
         return not recs
+    shape = _shape()
     for keys in set(map(tuple, recs)):          # the records of one run share a key order
         ks = set(keys)
-        if not (ks <= RECORD_KEYS and _REQUIRED_SET <= ks):
+        if not (ks <= shape.keys and shape.required_set <= ks):
             return False
     steps = list(map(itemgetter("step"), recs))
     times = list(map(itemgetter("time"), recs))
     if set(map(type, steps)) != _INT or min(steps) < 1 or set(map(type, times)) != {str} \
             or not _all_datetimes(times):
         return False
-    for name, want in (("tokens", _TOKEN_SET), ("flops", _PHASE_SET)):
+    for name, want in (("tokens", shape.token_set), ("flops", shape.flop_set)):
         col = list(map(itemgetter(name), recs))
         if not _count_column(col, plain) or any(set(k) != want for k in set(map(tuple, col))):
             return False
@@ -152,7 +166,7 @@ def batch_ok(recs: list, *, plain: bool = False) -> bool:
         return False
     seconds = [r["seconds"] for r in recs if "seconds" in r]
     if seconds:
-        if set(map(type, seconds)) != {dict} or not set().union(*seconds) <= _SECONDS_SET:
+        if set(map(type, seconds)) != {dict} or not set().union(*seconds) <= shape.seconds_set:
             return False
         v = list(chain.from_iterable(map(dict.values, seconds)))
         if plain:   # non-negative: the sum is finite only when every value is
@@ -671,11 +685,3 @@ def iter_ledger(path: str | os.PathLike, *, strict: bool = True) -> LedgerReader
     """A streaming reader over a ledger's complete records (see LedgerReader)."""
     return LedgerReader(Path(path), strict=strict)
 
-
-def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """sha256 of a file's bytes, lower-case hex, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while b := f.read(chunk):
-            h.update(b)
-    return h.hexdigest()

@@ -1,209 +1,320 @@
-"""The compute-allocation report v1: built from a ledger plus the run spec that produced it.
+"""The compute-allocation report v1: built from a ledger, read, changed and written through
+this one module (nothing else parses or writes report.json).
 
 The JSON Schema `schemas/report-v1.schema.json` is the contract; this module follows it.
-`build_report(ledger, spec)` streams the ledger once (constant memory), sums tokens, work,
-FLOPs and seconds per phase, hashes the file, and writes the identity of everything needed to
-recompute the FLOPs (policy and reward-model specs, adapter, GRPO settings, engine profile,
-attention convention).
+
+- `build_report(ledger, spec)` streams the ledger once (constant memory), sums tokens, work,
+  FLOPs and seconds per phase, hashes the file, and writes the identity of everything needed
+  to recompute the FLOPs (policy and reward-model specs, adapter, GRPO settings, engine
+  profile, attention convention).
+- `read_report(path)` reads one strictly (size limit, UTF-8, no NaN, no duplicate keys) and,
+  by default, checks it against the schema; `Report` is what it returns: the document with
+  typed access to what readers use (every report reader -- frontiers, the site, the
+  quickstart summary, the benchmark figures -- reads its numbers through it).
+- `write_report(path, doc)` and `update_report(path, change)` write atomically, schema-checked.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .. import __version__
+from .. import __version__, jsonstrict
+from ..accounting import PHASES, TOKEN_KEYS
+from ..atomic import write_json_atomic
 from ..errors import RaceError
-from .ledger import PHASES, TOKEN_KEYS, utc_now
+from . import schemas
+from .ledger import utc_now
+from .runspec import RunSpec
 
-if TYPE_CHECKING:  # A's types; imported lazily at run time
-    from ..accounting import Adapter, GRPOSettings
+if TYPE_CHECKING:  # accounting's types; imported lazily at run time
     from ..accounting.modelspec import ModelSpec
 
-SCHEMA_VERSION = "1.0"
-SUPPORTED_VERSIONS = ("1.0",)
-SCHEMA_FILE = "report-v1.schema.json"
-SCHEMA_ID = "https://race-suite.org/schemas/report/v1.json"
-ACCOUNTING_METHOD = "race-analytic"
-REWARD_KINDS = ("rule", "orm", "prm", "judge")
+CHECK_HINT = "check it with `race validate`"
 
 
 # ---------------------------------------------------------------------------------------------
-# Run spec: what `race run` knows about a run before it starts.
-
-@dataclass(frozen=True)
-class RewardSpec:
-    """The reward system: `kind` rule (0 FLOPs) or a model (orm, prm, judge) named by `model`
-    (catalog name or config path; None for rule rewards)."""
-
-    system: str
-    kind: str = "rule"
-    model: str | None = None
+# Reading: one typed view of a report
 
 
 @dataclass(frozen=True)
-class EngineSpec:
-    """The training engine that ran the steps (name and version)."""
+class Evaluation:
+    """One row of a report's `evaluations`."""
 
-    name: str = "trl"
-    version: str = "unknown"
-
-
-@dataclass(frozen=True)
-class Budget:
-    """Declared training FLOP budget and optional IsoFLOP band (low, high)."""
-
-    flops: int | None = None
-    band: tuple[int, int] | None = None
+    target: str
+    """Evaluation set (`target`, e.g. arith-easy-250 or arith-easy-250:first-32)."""
+    metric: str
+    """Metric name (`metric`: pass@1, process_judge, native_reward, ...)."""
+    value: float
+    """Its value (higher is better)."""
+    judge: str = ""
+    """Name of the judge model for judged metrics, "" otherwise."""
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything about a run that the ledger does not say: model, adapter, GRPO settings,
-    reward, engine, accounting convention, budget, identity. Load with RunSpec.from_dict or
-    load_run_spec(path) (YAML or JSON)."""
+class UnreadableReport(RaceError):
+    """A report file that cannot be read as strict JSON. `kind` is jsonstrict's kind of problem
+    (syntax, nan, duplicate-key, size, ...) or "io"; `reason` says it without the file name."""
 
-    policy: str  # catalog name or path to a config.json (or its folder)
-    adapter: "Adapter"
-    grpo: "GRPOSettings"
-    reward: RewardSpec
-    engine: EngineSpec = EngineSpec()
-    engine_profile: str = "trl"  # accounting engine profile (suite.accounting.ENGINES)
-    attention: str = "causal"  # attention FLOP convention: causal | full
-    budget: Budget = Budget()
-    label: str = ""
-    seed: int | None = None
-    id: str | None = None  # run id; defaults to the label or the ledger's folder name
-    evaluations: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RunSpec":
-        """Parse a run spec mapping; a missing or wrong field raises RaceError naming it."""
-        return _run_spec_from_dict(d)
+    def __init__(self, name: str, kind: str, reason: str, hint: str | None):
+        super().__init__(f"cannot read {name}: {reason}" if kind == "io" else f"{name}: {reason}", hint)
+        self.kind, self.reason = kind, reason
 
 
-_RUN_SPEC_KEYS = {"policy", "adapter", "grpo", "reward", "engine", "accounting", "budget", "label",
-                  "seed", "id", "evaluations"}
-_HINT = "see docs/report.md for the run spec format"
+class Report:
+    """A report v1 document as read: `doc` (the parsed JSON), `name` (how messages name it),
+    `path` and `data` (the file and its bytes, when read from one).
+
+    Accessors read the document as the schema gives it. On a document nobody checked, a field
+    that is missing or of the wrong kind is a RaceError naming it and the file, never a
+    KeyError."""
+
+    __slots__ = ("doc", "name", "path", "data")
+
+    def __init__(self, doc: Any, name: str = "report.json", path: Path | None = None, data: bytes | None = None):
+        if not isinstance(doc, dict):
+            raise RaceError(f"{name}: not a report (top level is not an object)", CHECK_HINT)
+        self.doc, self.name, self.path, self.data = doc, name, path, data
+
+    # ---- fields, by dotted name -------------------------------------------------------------
+
+    def get(self, dotted: str, node: Any = None, where: str | None = None) -> Any:
+        """The value at a dotted path (of `node`, default the document)."""
+        cur = self.doc if node is None else node
+        for key in dotted.split("."):
+            if not isinstance(cur, dict) or key not in cur:
+                raise RaceError(f"{where or self.name}: report has no field {dotted!r}", CHECK_HINT)
+            cur = cur[key]
+        return cur
+
+    def number(self, dotted: str, node: Any = None, where: str | None = None) -> float | int:
+        """A finite number at a dotted path."""
+        v = self.get(dotted, node, where)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise RaceError(f"{where or self.name}: {dotted} must be a finite number, found {v!r}", CHECK_HINT)
+        return v
+
+    def _section(self, name: str) -> dict:
+        v = self.doc.get(name)
+        return v if isinstance(v, dict) else {}
+
+    # ---- the run ------------------------------------------------------------------------------
+
+    @property
+    def run_id(self) -> str:
+        """run.id."""
+        return str(self.get("run.id"))
+
+    @property
+    def label(self) -> str:
+        """run.label, "" when absent."""
+        label = self._section("run").get("label")
+        return label.strip() if isinstance(label, str) else ""
+
+    @property
+    def allocation(self) -> str:
+        """The allocation label: run.label, else one made of LoRA rank, K and mu."""
+        g = self._section("grpo")
+        return self.label or f"r{self.lora_rank or 0}-K{g.get('group_size', '?')}-mu{g.get('num_iterations', '?')}"
+
+    @property
+    def seed(self) -> int | None:
+        """run.seed."""
+        return self._section("run").get("seed")
+
+    @property
+    def engine(self) -> str:
+        """The engine that ran the steps: "name version"."""
+        return f"{self.get('run.engine.name')} {self.get('run.engine.version')}"
+
+    # ---- what was trained, and how it was counted ---------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """policy.name."""
+        return str(self.get("policy.name"))
+
+    @property
+    def params_total(self) -> int:
+        """policy.params_total."""
+        return int(self.number("policy.params_total"))
+
+    @property
+    def reward_system(self) -> str:
+        """reward.system."""
+        return str(self.get("reward.system"))
+
+    @property
+    def reward_kind(self) -> str:
+        """reward.kind: rule, orm, prm or judge."""
+        return str(self.get("reward.kind"))
+
+    @property
+    def reward_model(self) -> str | None:
+        """reward.model.name: the reward model's name, None for rule rewards."""
+        model = self._section("reward").get("model")
+        return str(model["name"]) if isinstance(model, dict) and "name" in model else None
+
+    @property
+    def adapter_type(self) -> str:
+        """adapter.type: lora or full."""
+        return str(self.get("adapter.type"))
+
+    @property
+    def lora_rank(self) -> int | None:
+        """adapter.rank; None for full fine-tuning (or when absent)."""
+        rank = self._section("adapter").get("rank")
+        return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+    @property
+    def group_size(self) -> int:
+        """grpo.group_size (K)."""
+        return self.get("grpo.group_size")
+
+    @property
+    def accounting(self) -> dict:
+        """The accounting section: method, version, engine_profile, attention."""
+        return self.get("accounting")
+
+    # ---- what it spent ------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """totals.steps."""
+        return int(self.number("totals.steps"))
+
+    @property
+    def flops(self) -> dict[str, int]:
+        """totals.flops: rollout, update, reward and total."""
+        return dict(self.get("totals.flops"))
+
+    @property
+    def total_flops(self) -> int:
+        """C_total (totals.flops.total)."""
+        return int(self.number("totals.flops.total"))
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """totals.shares: each phase's share of the total."""
+        return dict(self.get("totals.shares"))
+
+    @property
+    def update_share(self) -> float:
+        """p = C_update / C_total (totals.update_share)."""
+        return float(self.number("totals.update_share"))
+
+    @property
+    def reward_share(self) -> float:
+        """Reward FLOPs / total (totals.shares.reward)."""
+        return float(self.number("totals.shares.reward"))
+
+    @property
+    def tokens(self) -> dict[str, int]:
+        """totals.tokens per phase."""
+        return dict(self.get("totals.tokens"))
+
+    @property
+    def budget_flops(self) -> int | None:
+        """budget.flops, None when not declared."""
+        b = self._section("budget").get("flops")
+        return b if isinstance(b, int) and not isinstance(b, bool) else None
+
+    @property
+    def band(self) -> tuple[int, int] | None:
+        """The declared IsoFLOP band (budget.band) as (low, high), None when not declared."""
+        band = self._section("budget").get("band")
+        if not isinstance(band, dict):
+            return None
+        return int(self.number("low", band)), int(self.number("high", band))
+
+    @property
+    def ledger(self) -> dict:
+        """The ledger section: path (relative to the report), sha256, records."""
+        return self.get("ledger")
+
+    # ---- how it scored ------------------------------------------------------------------------
+
+    @property
+    def evaluations(self) -> tuple[Evaluation, ...]:
+        """Every evaluation row, in order."""
+        evals = self.get("evaluations")
+        if not isinstance(evals, list):
+            raise RaceError(f"{self.name}: evaluations must be a list", CHECK_HINT)
+        out = []
+        for i, e in enumerate(evals):
+            where = f"{self.name} evaluations[{i}]"
+            if not isinstance(e, dict):
+                raise RaceError(f"{where}: not an object", CHECK_HINT)
+            judge = e.get("judge")
+            out.append(Evaluation(target=str(self.get("target", e, where)), metric=str(self.get("metric", e, where)),
+                                  value=float(self.number("value", e, where)),
+                                  judge=str(judge.get("name", "")) if isinstance(judge, dict) else ""))
+        return tuple(out)
+
+    def scores(self) -> dict[tuple[str, str], float]:
+        """(target, metric) -> value; the first row wins where one repeats."""
+        out: dict[tuple[str, str], float] = {}
+        for e in self.evaluations:
+            out.setdefault((e.target, e.metric), e.value)
+        return out
 
 
-def _need(d: Mapping, key: str, where: str):
-    if not isinstance(d, Mapping):
-        raise RaceError(f"run spec: {where} must be a mapping", _HINT)
-    if key not in d:
-        raise RaceError(f"run spec: {where} lacks required field {key!r}", _HINT)
-    return d[key]
-
-
-def _int(x, what: str) -> int:
-    """An integer from YAML/JSON that may write big numbers as 1.5e18 or '1.5e18'."""
+def read_report(path: str | os.PathLike, *, check: bool = True, name: str | None = None,
+                max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES) -> Report:
+    """Read a report file strictly (size limit, UTF-8, no NaN, no duplicate keys) and, when
+    `check`, against the report schema. `name` is how messages name the file (default: the
+    path as given). Raises UnreadableReport (a RaceError) for a file that is not strict JSON,
+    RaceError for one that breaks the schema."""
+    path = Path(path)
+    name = name or str(path)
     try:
-        v = float(x) if not isinstance(x, int) else x
-    except (TypeError, ValueError):
-        raise RaceError(f"run spec: {what} = {x!r} is not a number", _HINT) from None
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        raise RaceError(f"run spec: {what} = {x!r} is not finite", _HINT)
-    if v < 0:
-        raise RaceError(f"run spec: {what} = {x!r} is negative", _HINT)
-    return int(v)
-
-
-def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
-    from ..accounting import Adapter, GRPOSettings
-
-    if not isinstance(d, Mapping):
-        raise RaceError("run spec must be a mapping", _HINT)
-    unknown = set(d) - _RUN_SPEC_KEYS
-    if unknown:
-        raise RaceError(f"run spec: unknown field {sorted(unknown)[0]!r}", f"known fields: {', '.join(sorted(_RUN_SPEC_KEYS))}")
-    policy = _need(d, "policy", "the spec")
-    ad = dict(_need(d, "adapter", "the spec"))
-    kind = ad.pop("type", None) or ad.pop("kind", None) or ("lora" if ad.get("rank") else "full")
-    if ad.get("targets") is not None:
-        ad["targets"] = tuple(ad["targets"])
-    else:
-        ad.pop("targets", None)
-    ad["rank"] = ad.get("rank") or 0
-    ad["alpha"] = float(ad.get("alpha") or 0.0)
-    try:
-        adapter = Adapter(kind=kind, **ad)
-        grpo = GRPOSettings(**dict(_need(d, "grpo", "the spec")))
-    except TypeError as e:
-        raise RaceError(f"run spec: {e}", _HINT) from None
-    rw = d.get("reward")
-    if rw is None:
-        raise RaceError("run spec lacks required field 'reward'", "e.g. reward: {system: sparse} or {system: prm, kind: prm, model: Qwen2.5-Math-PRM-7B}")
-    if isinstance(rw, str):
-        rw = {"system": rw}
-    model = rw.get("model")
-    reward = RewardSpec(system=str(_need(rw, "system", "reward")), kind=rw.get("kind") or ("prm" if model else "rule"),
-                        model=None if model is None else str(model))
-    if reward.kind not in REWARD_KINDS:
-        raise RaceError(f"run spec: reward kind {reward.kind!r} is not one of {', '.join(REWARD_KINDS)}", _HINT)
-    if (reward.kind == "rule") != (reward.model is None):
-        raise RaceError(f"run spec: reward kind {reward.kind!r} " + ("needs a model" if reward.model is None else "takes no model"),
-                        "rule rewards have model: null; orm/prm/judge name their model")
-    en = d.get("engine") or {}
-    if isinstance(en, str):
-        en = {"name": en}
-    name = str(en.get("name", "trl"))
-    engine = EngineSpec(name=name, version=str(en.get("version") or _installed_version(name)))
-    acc = d.get("accounting") or {}
-    attention = acc.get("attention", "causal")
-    if attention not in ("causal", "full"):
-        raise RaceError(f"run spec: attention {attention!r} is not causal or full", _HINT)
-    bd = d.get("budget") or {}
-    if not isinstance(bd, Mapping):
-        bd = {"flops": bd}
-    band = bd.get("band")
-    if band is not None:
-        if isinstance(band, Mapping):
-            band = (band.get("low"), band.get("high"))
-        if len(band) != 2:
-            raise RaceError("run spec: budget.band must be [low, high]", _HINT)
-        band = (_int(band[0], "budget.band low"), _int(band[1], "budget.band high"))
-    budget = Budget(flops=None if bd.get("flops") is None else _int(bd["flops"], "budget.flops"), band=band)
-    evals = d.get("evaluations") or ()
-    if not isinstance(evals, (list, tuple)):
-        raise RaceError("run spec: evaluations must be a list of {target, metric, value, n}", _HINT)
-    return RunSpec(policy=str(policy), adapter=adapter, grpo=grpo, reward=reward, engine=engine,
-                   engine_profile=str(acc.get("engine_profile", "trl")), attention=attention, budget=budget,
-                   label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
-                   evaluations=tuple(dict(e) for e in evals))
-
-
-def _installed_version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except (PackageNotFoundError, ValueError):
-        return "unknown"
-
-
-def load_run_spec(path: str | os.PathLike) -> RunSpec:
-    """Read a run spec from a YAML or JSON file (a `race run` cell spec's run part)."""
-    import yaml
-
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
+        data = jsonstrict.read_bytes(path, max_bytes=max_bytes)
+        doc = jsonstrict.loads(data)
+    except jsonstrict.JSONInputError as e:
+        raise UnreadableReport(name, e.kind, e.message, e.hint) from None
     except OSError as e:
-        raise RaceError(f"cannot read run spec {p}: {e.strerror or e}", "check the path") from None
-    except UnicodeDecodeError:
-        raise RaceError(f"run spec {p} is not UTF-8 text") from None
-    try:
-        d = yaml.safe_load(text)  # YAML is a superset of JSON
-    except yaml.YAMLError as e:
-        raise RaceError(f"run spec {p} is not valid YAML/JSON: {str(e).splitlines()[0]}") from None
-    return RunSpec.from_dict(d)
+        raise UnreadableReport(name, "io", e.strerror or str(e), "check the path") from None
+    report = Report(doc, name, path, data)
+    if check:
+        errs = sorted(schemas.report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+        if errs:
+            first = "; ".join(f"{schemas.json_path(e.absolute_path)}: {e.message}" for e in errs[:3])
+            raise RaceError(f"{name} does not match the report v1 schema: {first}", CHECK_HINT)
+    return report
 
 
-def model_entry(spec: "ModelSpec") -> dict:
-    """A report `model` object: name, spec and exact parameter counts."""
-    return {"name": spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_report(path: str | os.PathLike, doc: Mapping[str, Any]) -> Path:
+    """Check `doc` against the report schema and write it to `path` atomically."""
+    schemas.check_report(doc)
+    return write_json_atomic(path, doc)
+
+
+def update_report(path: str | os.PathLike, change: Callable[[dict], Any], *,
+                  check: Callable[[dict], None] | None = None) -> Report:
+    """Read the report at `path`, let `change(doc)` edit the document in place, and write it
+    back atomically when it changed (schema-checked; `check(doc)` may refuse it first with a
+    RaceError of its own). Returns the report as written."""
+    import copy
+
+    report = read_report(path, check=False)
+    doc = copy.deepcopy(report.doc)
+    change(doc)
+    if doc != report.doc:
+        if check is not None:
+            check(doc)
+        write_report(path, doc)
+    return Report(doc, report.name, report.path)
+
+
+def model_entry(spec: "ModelSpec", name: str | None = None) -> dict:
+    """A report `model` object: name (default: the spec's), spec and exact parameter counts."""
+    return {"name": name or spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
             "params_non_embedding": spec.params_non_embedding}
 
 
@@ -224,17 +335,18 @@ def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mappi
 
 def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *,
                  report_dir: str | os.PathLike | None = None, created: str | None = None,
-                 evaluations: list[Mapping[str, Any]] | None = None, warn=None) -> dict:
+                 evaluations: list[Mapping[str, Any]] | None = None, notes: str | None = None, warn=None) -> dict:
     """Build a report v1 dict from a ledger and its run spec, streaming the ledger once.
 
     The ledger path is stored relative to `report_dir` (default: the ledger's folder). A torn
     last line is left out of the totals and reported through `warn(message)` (default: a
     Python warning); a malformed line or a step that does not increase raises RaceError.
-    `evaluations` (rows {target, metric, value, n, ...}) are added to the spec's own. The
-    result is checked against the report schema before it is returned."""
+    `evaluations` (rows {target, metric, value, n, ...}) are added to the spec's own; `notes`
+    (how the numbers were obtained) goes into run.notes. The result is checked against the
+    report schema before it is returned."""
     from ..accounting import METHOD, VERSION
-    from .ledger import LedgerSummary
     from ..accounting.modelspec import load_spec
+    from .ledger import LedgerSummary
 
     spec = run_spec if isinstance(run_spec, RunSpec) else RunSpec.from_dict(run_spec)
     ledger_path = Path(ledger_path)
@@ -261,9 +373,11 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
         run["started"], run["finished"] = s.first_time, s.last_time
     run["engine"] = {"name": spec.engine.name, "version": spec.engine.version}
     run["suite_version"] = __version__
+    if notes is not None:
+        run["notes"] = notes
     doc = {
-        "$schema": SCHEMA_ID,
-        "schema_version": SCHEMA_VERSION,
+        "$schema": schemas.REPORT_ID,
+        "schema_version": schemas.REPORT_VERSION,
         "run": run,
         "policy": model_entry(policy),
         "adapter": spec.adapter.to_report(policy),
@@ -278,16 +392,9 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
         "ledger": {"path": rel, "sha256": s.sha256, "records": s.records},
         "evaluations": [dict(e) for e in spec.evaluations] + [dict(e) for e in (evaluations or ())],
     }
-    check_report_schema(doc)
+    schemas.check_report(doc)
     return doc
 
 
-def check_report_schema(doc: Mapping[str, Any]) -> None:
-    """Raise RaceError naming the first schema violations of a report we are about to write."""
-    from ..validate.schema_rules import json_path, report_validator
-
-    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    if errs:
-        first = "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3])
-        raise RaceError(f"the report would not match the v1 schema: {first}",
-                        "check the run spec's evaluations and budget (docs/report.md)")
+__all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",
+           "model_entry", "totals_from", "build_report"]

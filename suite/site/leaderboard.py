@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .. import jsonstrict
+from ..digest import file_sha256
 from ..errors import RaceError
+from ..record.report import read_report
+from .render import Skip
 
 ID_HEX = 16            # 64 bits of sha256: collisions are not a practical concern at leaderboard scale
 MAX_LEDGER_BYTES = 256 * 1024 * 1024  # a 100,000-step ledger is ~50 MB
@@ -45,18 +47,6 @@ def canonical_bytes(doc: Any) -> bytes:
 def submission_id(doc: Any) -> str:
     """Content-hash id of a report: the first 16 hex digits of sha256 of its canonical JSON."""
     return hashlib.sha256(canonical_bytes(doc)).hexdigest()[:ID_HEX]
-
-
-def read_report(path: Path) -> tuple[bytes, Any]:
-    """Read one report file strictly (size limit, UTF-8, no NaN, no duplicate keys).
-    Raises RaceError naming the file."""
-    try:
-        data = jsonstrict.read_bytes(path)
-        return data, jsonstrict.loads(data)
-    except jsonstrict.JSONInputError as e:
-        raise RaceError(f"{path.name}: {e.message}", e.hint) from None
-    except OSError as e:
-        raise RaceError(f"cannot read {path.name}: {e.strerror or e}", "check the path") from None
 
 
 def errors_of(findings: Sequence[Any]) -> list[Any]:
@@ -133,9 +123,9 @@ def _find_duplicate(folder: Path, sid: str) -> str | None:
         if p.name.startswith(".") or p.name == f"{sid}.json":
             continue
         try:
-            if submission_id(jsonstrict.load(p)) == sid:
+            if submission_id(read_report(p, check=False).doc) == sid:
                 return p.name
-        except (jsonstrict.JSONInputError, OSError, ValueError):
+        except (RaceError, ValueError):
             continue
     return None
 
@@ -150,7 +140,8 @@ def submit(report: Path, folder: Path) -> Submitted:
     report, folder = Path(report), Path(folder)
     if not folder.is_dir():
         raise RaceError(f"submissions folder {folder} does not exist", "create it or pass --submissions DIR")
-    data, doc = read_report(report)
+    read = read_report(report, check=False, name=report.name)
+    data, doc = read.data, read.doc
     findings = validate(doc, base_dir=report.parent)
     errors = errors_of(findings)
     if errors:
@@ -208,20 +199,12 @@ class Submission:
     findings: tuple = ()
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """A file of the submissions folder that is not listed, and why."""
-
-    name: str
-    reason: str
-
-
 @dataclass
 class Folder:
     """Everything in a submissions folder: what is listed and what was skipped."""
 
     submissions: list[Submission] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
 
 
 def validator_fingerprint() -> str:
@@ -245,7 +228,7 @@ def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
     """What a report's verdict depends on besides its own content: its ledger's bytes. `memo`
     (path -> key) spares re-hashing a ledger several reports share within one build; a ledger
     the validator already scanned in this build (shared_ledgers) is not read again."""
-    from ..validate.context import _SHARED
+    from ..validate.context import shared_scan
 
     ref = doc.get("ledger")
     path = _inside(folder, str(ref.get("path", ""))) if isinstance(ref, dict) else None
@@ -253,7 +236,7 @@ def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
         return "no-ledger"
     if memo is not None and str(path) in memo:
         return memo[str(path)]
-    scanned = (_SHARED or {}).get(path)
+    scanned = shared_scan(path)
     if scanned is not None and scanned.error is None:
         key = scanned.sha256
     else:
@@ -261,15 +244,6 @@ def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
     if memo is not None:
         memo[str(path)] = key
     return key
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, read in chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = None) -> Folder:
@@ -292,15 +266,12 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
         if p.name.startswith(".") or p.suffix != ".json" or not p.is_file():
             continue
         if p.is_symlink():          # a link could point anywhere on the builder's machine
-            out.skipped.append(Skipped(p.name, "a symbolic link, not a file: submissions are plain files"))
+            out.skipped.append(Skip(p.name, "a symbolic link, not a file: submissions are plain files"))
             continue
         try:
-            _, doc = read_report(p)
+            doc = read_report(p, check=False, name=p.name).doc
         except RaceError as e:
-            out.skipped.append(Skipped(p.name, e.message.removeprefix(f"{p.name}: ")))
-            continue
-        if not isinstance(doc, dict):
-            out.skipped.append(Skipped(p.name, "not a report: the document is not a JSON object"))
+            out.skipped.append(Skip(p.name, e.message.removeprefix(f"{p.name}: ")))
             continue
         findings: list = []
         sid = submission_id(doc)
@@ -314,7 +285,7 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
                 try:
                     findings = [_scrubbed(f, folder) for f in validate(doc, base_dir=folder, file=p.name)]
                 except RaceError as e:
-                    out.skipped.append(Skipped(p.name, e.message))
+                    out.skipped.append(Skip(p.name, e.message))
                     continue
                 if cache is not None:
                     key = key or f"{sid}:{_ledger_key(folder, doc, hashes)}"
@@ -323,10 +294,10 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
             if errors:
                 shown = "; ".join(describe(f) for f in errors[:3])
                 more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
-                out.skipped.append(Skipped(p.name, f"{len(errors)} error finding(s): {shown}{more}"))
+                out.skipped.append(Skip(p.name, f"{len(errors)} error finding(s): {shown}{more}"))
                 continue
         if sid in seen:
-            out.skipped.append(Skipped(p.name, f"duplicate of {seen[sid]} (same content, id {sid})"))
+            out.skipped.append(Skip(p.name, f"duplicate of {seen[sid]} (same content, id {sid})"))
             continue
         seen[sid] = p.name
         out.submissions.append(Submission(sid, p.name, doc, tuple(findings)))
@@ -421,12 +392,12 @@ def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
     cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
     with shared_ledgers() as scans:     # each ledger read once: validated, then charted
         loaded = load_submissions(folder, check=check, cache=cache)
-        entries, skipped = [], [render.Skip(s.name, s.reason) for s in loaded.skipped]
+        entries, skipped = [], list(loaded.skipped)
         for s in loaded.submissions:
             try:
                 row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html")
-            except (KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
-                skipped.append(render.Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
+            except (RaceError, KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
+                skipped.append(Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
                 continue
             ledger, note = ledger_steps(folder, s.doc, scans=scans)
             entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,

@@ -24,9 +24,10 @@ from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import urlsplit
 
 from .. import __version__, paths
+from ..accounting import PHASES
 from ..errors import RaceError
+from ..record.report import Report
 
-PHASES = ("rollout", "update", "reward")
 PHASE_COLORS = {"rollout": "#4e79a7", "update": "#f28e2b", "reward": "#59a14f"}
 # Condition colours of the frontier plot (Tableau 10, colour-blind friendly enough for 10 series).
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -123,55 +124,52 @@ class Row:
         return f"{self.size_label} · {self.reward_system}"
 
 
-def score_key(evaluation: dict) -> str:
+def score_key(target: str, metric: str) -> str:
     """Column name of an evaluation: its target and metric."""
-    return f"{evaluation['target']} · {evaluation['metric']}"
+    return f"{target} · {metric}"
 
 
-def band_label(doc: dict) -> str:
+def band_label(report: Report) -> str:
     """The budget band a run is filtered by: its declared IsoFLOP band, else the decade of its
     total FLOPs (a run with no declared band still lands in exactly one band)."""
-    band = (doc.get("budget") or {}).get("band")
+    band = report.band
     if band:
-        return f"{sci(band['low'], 2)}–{sci(band['high'], 2)}"
-    total = doc["totals"]["flops"]["total"]
+        return f"{sci(band[0], 2)}–{sci(band[1], 2)}"
+    total = report.total_flops
     if total <= 0:
         return "0"
     e = math.floor(math.log10(total))
     return f"1e{e}–1e{e + 1}"
 
 
-def row_from_report(doc: dict, id: str, page: str = "") -> Row:
-    """Read a schema-valid report v1 into a Row. Raises KeyError/TypeError on a document that is
-    not schema-valid: validate first."""
-    run, policy, adapter, totals = doc["run"], doc["policy"], doc["adapter"], doc["totals"]
-    acc = doc["accounting"]
-    scores: dict[str, float] = {}
-    for ev in doc.get("evaluations") or ():
-        scores.setdefault(score_key(ev), ev["value"])  # first one wins on a repeated target
+def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
+    """Read a report v1 (a document or a suite.record.report.Report) into a Row. Raises
+    RaceError naming the field on a document that is not schema-valid: validate first."""
+    r = doc if isinstance(doc, Report) else Report(doc, id)
+    acc = r.accounting
     return Row(
         id=id,
         page=page,
-        run_id=run["id"],
-        run_name=run.get("label") or run["id"],
-        model=policy["name"],
-        params=policy["params_total"],
-        size_label=size_label(policy["params_total"]),
-        reward_system=doc["reward"]["system"],
-        reward_kind=doc["reward"]["kind"],
-        adapter=adapter["type"],
-        lora_rank=adapter.get("rank"),
-        group_size=doc["grpo"]["group_size"],
-        steps=totals["steps"],
-        flops=dict(totals["flops"]),
-        shares=dict(totals["shares"]),
-        update_share=totals["update_share"],
-        tokens=dict(totals["tokens"]),
+        run_id=r.run_id,
+        run_name=r.label or r.run_id,
+        model=r.model,
+        params=r.params_total,
+        size_label=size_label(r.params_total),
+        reward_system=r.reward_system,
+        reward_kind=r.reward_kind,
+        adapter=r.adapter_type,
+        lora_rank=r.lora_rank,
+        group_size=r.group_size,
+        steps=r.steps,
+        flops=r.flops,
+        shares=r.shares,
+        update_share=r.update_share,
+        tokens=r.tokens,
         attention=acc["attention"],
         accounting=f"{acc['method']} {acc['version']} ({acc['engine_profile']})",
-        engine=f"{run['engine']['name']} {run['engine']['version']}",
-        budget_band=band_label(doc),
-        scores=scores,
+        engine=r.engine,
+        budget_band=band_label(r),
+        scores={score_key(t, m): v for (t, m), v in r.scores().items()},
     )
 
 
@@ -581,7 +579,7 @@ def _table_env(fmt: str):
 
 
 def table_rows(docs: Sequence[tuple[str, dict]]) -> list[Row]:
-    """Rows for a paper table from (name, report) pairs, in the given order."""
+    """Rows for a paper table from (name, report document) pairs, in the given order."""
     return [row_from_report(doc, id=name) for name, doc in docs]
 
 
@@ -614,7 +612,7 @@ def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: boo
     """`race report --format markdown|latex|json REPORT...`: the paper table of report files, in
     the order given. Each report is read strictly and, when `check`, must pass `race validate`
     (its ledger checked beside it) without error findings: a paper prints only checked numbers."""
-    from .. import jsonstrict
+    from ..record.report import read_report
 
     if fmt not in TABLE_FORMATS:
         raise RaceError(f"unknown table format {fmt!r}", f"choose one of {', '.join(TABLE_FORMATS)}")
@@ -622,12 +620,7 @@ def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: boo
         raise RaceError("no report given", "pass one or more report JSON files")
     docs = []
     for p in map(Path, paths):
-        try:
-            doc = jsonstrict.load(p)
-        except OSError as e:
-            raise RaceError(f"cannot read {p}: {e.strerror or e}", "check the path") from None
-        except jsonstrict.JSONInputError as e:
-            raise RaceError(f"{p}: {e.message}", e.hint) from None
+        doc = read_report(p, check=False).doc
         if check:
             from ..validate import validate_report
 
@@ -639,6 +632,6 @@ def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: boo
         try:
             docs.append((p.stem, doc))
             row_from_report(doc, id=p.stem)
-        except (KeyError, TypeError, AttributeError):
+        except (RaceError, KeyError, TypeError, AttributeError):
             raise RaceError(f"{p} is not a report v1 document", f"check it with race validate {p}") from None
     return render_table(table_rows(docs), fmt)

@@ -151,7 +151,7 @@ class RaceLedger(TrainerCallback):
     resume: continue an existing ledger; records after the checkpoint's step move to
         ledger.discarded.jsonl so no step is counted twice.
     progress: show a tqdm bar of FLOPs spent of the budget and the phase split.
-    run_spec: suite.report.RunSpec (or mapping) for write_report().
+    run_spec: suite.record.runspec.RunSpec (or mapping) for write_report().
     """
 
     def __init__(self, out_dir: str | os.PathLike, *, budget_flops: float | None = None,
@@ -453,13 +453,12 @@ class RaceLedger(TrainerCallback):
     # ---- report -----------------------------------------------------------------------------------
 
     def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
-        """Build report.json from the ledger (suite.report.build_report) and write it atomically."""
-        from ..atomic import write_json_atomic
-        from ..record.report import build_report
+        """Build report.json from the ledger (suite.record.report.build_report) and write it atomically."""
+        from ..record.report import build_report, write_report
 
         spec = run_spec or self.run_spec or self.default_run_spec()
         report = build_report(self.ledger_path, spec, report_dir=self.out_dir)
-        return write_json_atomic(path or self.out_dir / "report.json", report)
+        return write_report(path or self.out_dir / "report.json", report)
 
     def default_run_spec(self) -> dict:
         """A run-spec mapping from what the callback read off the trainer."""

@@ -29,6 +29,11 @@ def shared_ledgers():
         _SHARED = outer
 
 
+def shared_scan(path: Path) -> LedgerSummary | None:
+    """The summary of `path` made inside the current shared_ledgers() block, if any."""
+    return None if _SHARED is None else _SHARED.get(path)
+
+
 def scan_ledger(path: Path) -> LedgerSummary:
     """LedgerSummary.scan(path), or the summary already made inside shared_ledgers()."""
     if _SHARED is None:

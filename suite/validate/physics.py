@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from ..record.ledger import PHASES
+from ..accounting import PHASES
 from .registry import Issue, rule
 
 # Relative deviation allowed between a declared phase and our recomputation. Our own reports

@@ -94,7 +94,8 @@ def run(args) -> int:
     from pathlib import Path
 
     from ...atomic import write_text_atomic
-    from ...record.report import build_report, load_run_spec
+    from ...record.report import build_report
+    from ...record.runspec import load_run_spec
 
     out = Path(args.output) if args.output else None
     if args.spec is None:           # report files in: the paper table out (suite.render)
