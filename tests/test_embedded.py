@@ -81,7 +81,7 @@ def test_easy_split_is_easier_than_hard_for_policy_s(tokenizer):
     def acc(split):
         rows = load_split(split, limit=60)
         outs = embedded.greedy_completions(model, tokenizer, [r["question"] for r in rows])
-        from suite.train.rewards import extract_boxed
+        from suite.answers import extract_boxed
 
         return sum(extract_boxed(o) == r["answer"] for o, r in zip(outs, rows)) / len(rows)
 

@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
 from suite.evaluate import harness as ev  # noqa: E402
+from suite.answers import is_correct  # noqa: E402
 from suite.errors import RaceError  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def _one_thread():
     ("first \\boxed{5}, corrected: \\boxed{7}", "7"),  # the last boxed answer counts
 ])
 def test_equivalent_answers_pass(completion, gold):
-    assert ev.is_correct(completion, gold)
+    assert is_correct(completion, gold)
 
 
 @pytest.mark.parametrize("completion, gold", [
@@ -49,13 +50,13 @@ def test_equivalent_answers_pass(completion, gold):
     ("\\boxed{banana}", "6"),
 ])
 def test_wrong_or_missing_answers_fail(completion, gold):
-    assert not ev.is_correct(completion, gold)
+    assert not is_correct(completion, gold)
 
 
 def test_pass1_is_not_string_match():
     # Same string is right; a string-equal but differently written form is right too.
-    assert ev.is_correct("\\boxed{\\dfrac{2}{4}}", "\\frac{1}{2}")
-    assert not ev.is_correct("\\boxed{12}", "21")
+    assert is_correct("\\boxed{\\dfrac{2}{4}}", "\\frac{1}{2}")
+    assert not is_correct("\\boxed{12}", "21")
 
 
 # ---------------------------------------------------------------- the judge
@@ -205,7 +206,7 @@ def test_lm_eval_end_to_end_all_metrics(tiny, monkeypatch):
                                                 .read_text().splitlines()[0])["answer"]
     # The logged pass@1 is the metric recomputed from the logged completion.
     for s in log:
-        assert s["race"]["pass@1"] == float(ev.is_correct(s["filtered_resps"][0], s["doc"]["answer"]))
+        assert s["race"]["pass@1"] == float(is_correct(s["filtered_resps"][0], s["doc"]["answer"]))
     # Offline while evaluating embedded targets (set by the tool), restored afterwards.
     assert json.loads((out / "arith-hard-250.results.json").read_text())["hub_offline"] is True
     assert ev.hub_offline() == hub_before and not any(v in os.environ for v in ev.OFFLINE_VARS)

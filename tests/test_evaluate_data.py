@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from suite.answers import is_correct
 from suite.evaluate import harness as ev
 from suite.errors import RaceError
 
@@ -66,7 +67,7 @@ def test_gsm8k_250_selects_the_documented_rows(tmp_path):
         assert d["question"] == rows[i]["question"]
         assert d["answer"] == {0: "18", 1: "3"}.get(i, str(i * 1000))  # "#### 12,000" -> "12000"
     # Gold answers parse and are right under the same pass@1 rule the metric uses.
-    assert all(ev.is_correct(f"\\boxed{{{d['answer']}}}", d["answer"]) for d in docs[:5])
+    assert all(is_correct(f"\\boxed{{{d['answer']}}}", d["answer"]) for d in docs[:5])
 
 
 def test_math500_250_selects_the_documented_rows(tmp_path):

@@ -100,22 +100,6 @@ def test_planning_puts_every_cell_into_its_band(models, stats):
     assert hi.steps == hi.cell.budget * 2 // sum(hi.step_flops.values())
 
 
-def test_bound_is_the_runs_stop_rule(models, stats):
-    """The planner's bound is the one suite.run stops on (recomputed without transformers)."""
-    from suite.accounting.modelspec import load_spec
-    from suite.train.trl_callback import step_cost_bound
-
-    for c in grid.expand(grid.grid_from_dict(_grid(models, seeds=[0], budgets=[4e9]))):
-        s = c.spec
-        st = stats[grid._stats_key(s)]
-        rm = load_spec(str(models["prm"])) if s.reward.system == "prm" else None
-        want = step_cost_bound(load_spec(s.policy), s.adapter(), s.settings(), max_prompt_tokens=st.longest,
-                               engine="trl-cpu", attention=s.attention, reward_model=rm)
-        got = grid.step_bound(load_spec(s.policy), s.adapter(), s.settings(), max_prompt_tokens=st.longest,
-                              engine="trl-cpu", attention=s.attention, reward_model=rm)
-        assert got == want
-
-
 def test_cells_that_cannot_reach_the_band_are_named(models, stats):
     one = dict(seeds=[0], rewards={"sparse": "sparse"}, allocations={"lo": {"mu": 1, "lora_rank": 4}}, band=0.5)
     bounds = {pc.cell.model: pc.step_bound for pc in grid.plan(grid.expand(grid.grid_from_dict(

@@ -165,7 +165,7 @@ def test_phase_chart_stacks_the_phases():
     assert long["binned"] and len(long["layers"][0]["points"].split()) <= 2 * 400
 
 
-def test_frontier_is_a_running_maximum_per_condition():
+def test_frontier_is_a_running_maximum_per_series():
     docs = [made_up_report(run_id="a", total=10 ** 17, scores={("t", "m"): 0.3}),
             made_up_report(run_id="b", total=10 ** 18, scores={("t", "m"): 0.2}),   # worse and dearer: off
             made_up_report(run_id="c", total=10 ** 19, scores={("t", "m"): 0.6}),

@@ -236,12 +236,18 @@ def greedy_completions(model, tokenizer, questions: list[str], max_new_tokens: i
     return out
 
 
-def greedy_accuracy(model, tokenizer, problems) -> float:
-    """Share of problems whose greedy completion's last \\boxed{} equals the gold answer."""
-    from suite.train.rewards import extract_boxed
+def accuracy(completions: list[str], answers: list) -> float:
+    """Share of completions whose final answer is correct (suite.answers.is_correct: the rule
+    the rewards and pass@1 apply)."""
+    from suite.answers import is_correct
 
+    return sum(is_correct(c, str(a)) for c, a in zip(completions, answers)) / len(answers)
+
+
+def greedy_accuracy(model, tokenizer, problems) -> float:
+    """Share of problems whose greedy completion's final answer is correct."""
     outs = greedy_completions(model, tokenizer, [p.question for p in problems])
-    return sum(extract_boxed(o) == str(p.answer) for o, p in zip(outs, problems)) / len(problems)
+    return accuracy(outs, [p.answer for p in problems])
 
 
 def _save_model(model, folder: Path, build: dict) -> None:

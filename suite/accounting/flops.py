@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RaceError
@@ -602,9 +603,23 @@ def pass_breakdown(work: dict, policy: ModelSpec, adapter: Adapter, settings: GR
         raise RaceError("work has reward-model tokens but no reward model spec was given",
                         "pass the reward model (--reward-model) or drop reward_lengths")
     rows = []
-    for phase, name, coef in coefficients(policy, adapter, settings, reward_model, engine, attention):
+    for phase, name, coef in _coefficients(policy, adapter, settings, reward_model, engine, attention):
         rows.append((phase, name, sum(c * work.get(key, 0) for key, c in coef.items())))
     return rows
+
+
+@lru_cache(maxsize=512)
+def _cached_coefficients(*args) -> list:
+    return coefficients(*args)
+
+
+def _coefficients(*args) -> list:
+    """coefficients(), built once per distinct setting: a leaderboard prices a few settings
+    across many reports, an import one setting across many steps."""
+    try:
+        return _cached_coefficients(*args)
+    except TypeError:               # an unhashable spec field: build it the plain way
+        return coefficients(*args)
 
 
 def phase_flops(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
@@ -615,6 +630,23 @@ def phase_flops(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOS
     for phase, _, f in pass_breakdown(work, policy, adapter, settings, reward_model, engine, attention):
         out[phase] += f
     return out
+
+
+def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str = "trl-cpu",
+                    attention: str = "causal", reward_model=None, reward_tokens: int | None = None,
+                    generation: bool = True) -> int:
+    """Upper bound on the FLOPs of one optimizer step: every completion runs to
+    max_completion_tokens and every prompt is max_prompt_tokens long (longer sequences only
+    cost more); a reward model scores twice prompt + completion unless reward_tokens says how
+    much. generation=False: a reuse step of mu > 1 (update only). A run's budget stop
+    (suite.train.trl_callback) and the grid planner (suite.analysis.grid) both use it."""
+    n = settings.group_size * settings.prompts_per_step
+    if reward_model is not None and reward_tokens is None:
+        reward_tokens = 2 * (max_prompt_tokens + settings.max_completion_tokens)
+    work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
+                             [reward_tokens] * n if reward_model is not None and generation else None,
+                             iterations=1, generation=generation)
+    return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
 
 
 @dataclass(frozen=True)
@@ -678,6 +710,6 @@ def six_n_t(spec: ModelSpec, tokens: int) -> int:
 __all__ = [
     "ATTENTION", "PROJECTIONS", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "METHOD", "VERSION", "Adapter", "GRPOSettings",
     "EngineProfile", "ENGINES", "engine", "get_engine", "work_from_lengths", "work_from_means", "add_work",
-    "tokens_from_work", "coefficients", "pass_breakdown", "phase_flops", "StepFlops", "step_flops",
+    "tokens_from_work", "coefficients", "pass_breakdown", "phase_flops", "StepFlops", "step_flops", "step_cost_bound",
     "verl_update_flops", "six_n_t",
 ]

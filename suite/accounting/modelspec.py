@@ -258,6 +258,11 @@ def _catalog_lookup(name: str) -> Path | None:
     return None
 
 
+def in_catalog(name: str) -> bool:
+    """Whether `name` (case-insensitive, hub prefix allowed) is a built-in catalog model."""
+    return _catalog_lookup(name) is not None
+
+
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
@@ -302,4 +307,4 @@ def fmt_params(n: int) -> str:
     return f"{n / 1e3:.1f}K" if n >= 1e3 else str(n)
 
 
-__all__ = ["ModelSpec", "load_spec", "catalog_names", "spec_from_config", "SUPPORTED_TYPES", "fmt_params"]
+__all__ = ["ModelSpec", "load_spec", "catalog_names", "in_catalog", "spec_from_config", "SUPPORTED_TYPES", "fmt_params"]

@@ -1,10 +1,13 @@
-"""Conditional allocation frontiers: the best observed allocation per condition.
+"""Frontiers: the best observed allocation per condition, and the observed compute frontier.
 
 A *condition* is everything the source paper says moves the best allocation: model size,
 budget band, reward system and evaluation (target, metric, judge). Cells are compared only
-inside one condition — model sizes are never pooled into one recipe. Science (records,
-grouping, best allocation, how p* moves) comes first; tables and plots at the end only
-present what the science functions return.
+inside one condition — model sizes are never pooled into one recipe. The *compute frontier* of
+a series of runs (one model and reward system, one evaluation) is the runs no cheaper run of the
+series beats: `compute_frontier`, the one computation behind both the figures here and the
+leaderboard site's frontier page. Science (records, grouping, best allocation, how p* moves,
+the compute frontier) comes first; tables and plots at the end only present what the science
+functions return.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..atomic import atomic_path, write_text_atomic
 from ..errors import RaceError
@@ -243,6 +246,20 @@ class FrontierRow:
     """Number of cells (seeds included)."""
 
 
+def compute_frontier(points: Sequence[tuple[float, float]]) -> list[tuple[int, bool]]:
+    """The observed compute frontier of one series of (training FLOPs, score) points: every
+    point's index in FLOP order (equal FLOPs: the higher score first, then the given order),
+    each with whether it is on the frontier -- it scores higher than every cheaper point (a
+    running maximum)."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    out, best = [], -math.inf
+    for i in order:
+        on = points[i][1] > best
+        best = max(best, points[i][1])
+        out.append((i, on))
+    return out
+
+
 def frontier(cells: Iterable[Cell]) -> list[FrontierRow]:
     """Best observed allocation per condition, never pooled across conditions."""
     rows = []
@@ -376,7 +393,8 @@ def _save_figure(fig, out: Path, stem: str) -> list[Path]:
 def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> list[Path]:
     """Two figures, each as PNG and SVG, in `out`: score against update share (one panel per
     evaluation, one line per model/budget/reward condition, the best allocation starred) and
-    score against total training FLOPs (one panel per evaluation, one colour per model)."""
+    score against total training FLOPs (one panel per evaluation, one colour per model and
+    reward system, its compute frontier drawn as a line)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; never a display
@@ -410,13 +428,17 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
                        "allocation)", out, "score_vs_update_share")
 
     fig, axes = plt.subplots(nrow, ncol, figsize=(5 * ncol, 3.8 * nrow), squeeze=False)
-    models = sorted({(c.condition.params_total, c.condition.model) for c in cells})
+    series = sorted({(c.condition.params_total, c.condition.model, c.condition.reward_system) for c in cells})
     for ax, ev in zip(axes.flat, evals):
-        for params, model in models:
+        for params, model, system in series:
             pts = [c for c in cells if c.condition.evaluation == ev and c.condition.model == model
-                   and c.condition.params_total == params]
+                   and c.condition.params_total == params and c.condition.reward_system == system]
             if pts:
-                ax.scatter([c.total_flops for c in pts], [c.score for c in pts], s=14, label=model)
+                dots = ax.scatter([c.total_flops for c in pts], [c.score for c in pts], s=14,
+                                  label=f"{model} · {system}")
+                front = [pts[i] for i, on in compute_frontier([(c.total_flops, c.score) for c in pts]) if on]
+                ax.plot([c.total_flops for c in front], [c.score for c in front], lw=1,
+                        color=dots.get_facecolor()[0])
         ax.set_xscale("log")
         ax.set_title(ev, fontsize=10)
         ax.set_xlabel("training FLOPs (rollout + update + reward)")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import RaceError
+from ..numbers import parse_number
 
 #: Default relative width of an IsoFLOP band: cells of budget B land in [0.75 B, B].
 DEFAULT_BAND = 0.25
@@ -172,13 +173,11 @@ def _where(source: str | None) -> str:
 
 def _flops(v: Any, what: str, where: str) -> int:
     try:
-        if isinstance(v, bool):
+        x = parse_number(v, whole=True)
+        if x < 1:
             raise ValueError
-        x = float(v)
-        if not math.isfinite(x) or x < 1 or not x.is_integer():
-            raise ValueError
-        return int(x)
-    except (TypeError, ValueError):
+        return x
+    except ValueError:
         raise RaceError(f"{where}: {what} must be a positive whole number of FLOPs, got {v!r}",
                         "write budgets like 3e11") from None
 
@@ -404,25 +403,11 @@ def _reward_model(spec, cache: dict):
     return cache[key]
 
 
-def step_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str, attention: str,
-               reward_model=None) -> int:
-    """Upper bound on one step's FLOPs, the bound suite.run stops on
-    (suite.trl_callback.step_cost_bound, recomputed here without importing transformers so
-    planning stays fast; tests check the two agree)."""
-    from ..accounting import phase_flops, work_from_lengths
-
-    n = settings.group_size * settings.prompts_per_step
-    reward = [2 * (max_prompt_tokens + settings.max_completion_tokens)] * n if reward_model is not None else None
-    work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
-                             reward, iterations=1, generation=True)
-    return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
-
-
 def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats],
                 engine: str) -> list[tuple[int, dict]]:
     """(step cost bound, expected FLOPs per phase of one generation batch) per cell, from
     suite.accounting alone (pure; no model is loaded)."""
-    from ..accounting import step_flops
+    from ..accounting import step_cost_bound, step_flops
     from ..accounting.modelspec import load_spec
 
     specs: dict[str, Any] = {}
@@ -438,8 +423,8 @@ def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], Promp
             policy = specs.get(s.policy) or specs.setdefault(s.policy, load_spec(s.policy))
             reward_model = _reward_model(s, rewards)
             st = stats[_stats_key(s)]
-            bound = step_bound(policy, adapter, settings, max_prompt_tokens=st.longest, engine=engine,
-                               attention=s.attention, reward_model=reward_model)
+            bound = step_cost_bound(policy, adapter, settings, max_prompt_tokens=st.longest, engine=engine,
+                                    attention=s.attention, reward_model=reward_model)
             exp = step_flops(policy, adapter, settings, st.mean, s.max_completion_tokens, engine, s.attention,
                              reward_model)
             costs[key] = (bound, dict(exp.flops))

@@ -291,8 +291,6 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     cmp = Comparison(ours=dict.fromkeys(("rollout", "update", "update_train", "update_recompute",
                                          "update_logprob", "reward"), 0))
     verl_est, mfu_flops = 0, 0.0
-    # FLOPs are linear in work: take the coefficients once, apply them per step.
-    table = acc.coefficients(policy, adapter, settings, reward_model, engine_profile, cell.attention)
     # No fsync per record: an interrupted import is simply run again (--force).
     with LedgerWriter(ledger_path, fsync=False) as ledger:
         for s in steps:
@@ -304,7 +302,7 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
             one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
                                       reward_tokens=rtok)
             work = acc.add_work(*([one] * s.generations))
-            passes = [(phase, name, sum(c * work.get(k, 0) for k, c in coef.items())) for phase, name, coef in table]
+            passes = acc.pass_breakdown(work, policy, adapter, settings, reward_model, engine_profile, cell.attention)
             flops = dict.fromkeys(acc.PHASES, 0)
             for phase, name, f in passes:
                 flops[phase] += f

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import RaceError
+from ..numbers import parse_number
 
 if TYPE_CHECKING:  # accounting's types; imported lazily at run time
     from ..accounting import Adapter, GRPOSettings
@@ -85,11 +86,9 @@ def _need(d: Mapping, key: str, where: str):
 def _int(x, what: str) -> int:
     """An integer from YAML/JSON that may write big numbers as 1.5e18 or '1.5e18'."""
     try:
-        v = float(x) if not isinstance(x, int) else x
-    except (TypeError, ValueError):
-        raise RaceError(f"run spec: {what} = {x!r} is not a number", _HINT) from None
-    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-        raise RaceError(f"run spec: {what} = {x!r} is not finite", _HINT)
+        v = parse_number(x)
+    except ValueError as e:
+        raise RaceError(f"run spec: {what} = {x!r} is {e}", _HINT) from None
     if v < 0:
         raise RaceError(f"run spec: {what} = {x!r} is negative", _HINT)
     return int(v)

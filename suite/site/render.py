@@ -119,8 +119,8 @@ class Row:
         return self.flops["total"]
 
     @property
-    def condition(self) -> str:
-        """The condition a frontier is drawn for: never pool model sizes or reward systems."""
+    def series(self) -> str:
+        """The series a compute frontier is drawn for: never pool model sizes or reward systems."""
         return f"{self.size_label} · {self.reward_system}"
 
 
@@ -288,8 +288,10 @@ def phase_chart(steps: Sequence[int], per_step: Sequence[dict[str, int]], max_po
 
 def frontier_charts(rows: Sequence[Row]) -> list[dict]:
     """Geometry of the frontier plots: per evaluation target, score against total FLOPs (log x)
-    with one series per condition; a series' frontier joins the runs no cheaper run of the same
-    condition beats (a running maximum in FLOP order)."""
+    with one series per model size and reward system; a series' frontier joins the runs no
+    cheaper run of the series beats (suite.analysis.frontier.compute_frontier)."""
+    from ..analysis.frontier import compute_frontier
+
     charts = []
     for key in all_score_keys(rows):
         pts = [r for r in rows if key in r.scores and r.total_flops > 0]
@@ -314,19 +316,18 @@ def frontier_charts(rows: Sequence[Row]) -> list[dict]:
             return round(bottom - (v - ylo) / (yhi - ylo) * (bottom - top), 2)
 
         series = []
-        conditions = sorted({r.condition for r in pts}, key=lambda c: (c.split(" · ")[0], c))
-        for i, cond in enumerate(conditions):
-            mine = sorted((r for r in pts if r.condition == cond), key=lambda r: (r.total_flops, -r.scores[key]))
-            best, frontier, marks = -math.inf, [], []
-            for r in mine:
-                is_best = r.scores[key] > best
+        names = sorted({r.series for r in pts}, key=lambda c: (c.split(" · ")[0], c))
+        for i, name in enumerate(names):
+            mine = [r for r in pts if r.series == name]
+            frontier, marks = [], []
+            for j, is_best in compute_frontier([(r.total_flops, r.scores[key]) for r in mine]):
+                r = mine[j]
                 if is_best:
-                    best = r.scores[key]
-                    frontier.append(f"{X(r.total_flops)},{Y(best)}")
+                    frontier.append(f"{X(r.total_flops)},{Y(r.scores[key])}")
                 marks.append({"x": X(r.total_flops), "y": Y(r.scores[key]), "best": is_best, "page": r.page,
                               "label": f"{r.run_name}: {fixed(r.scores[key], 3)} at {sci(r.total_flops)} FLOPs, "
                                        f"p = {fixed(r.update_share, 3)}"})
-            series.append({"name": cond, "color": PALETTE[i % len(PALETTE)], "points": marks,
+            series.append({"name": name, "color": PALETTE[i % len(PALETTE)], "points": marks,
                            "frontier": " ".join(frontier) if len(frontier) > 1 else ""})
         target, _, metric = key.partition(" · ")
         charts.append({"target": target, "metric": metric, "n": len(pts), "series": series,

@@ -12,6 +12,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from ..answers import is_correct
+
 #: Separator between solution steps (what a PRM splits on).
 STEP_SEP = "\n\n"
 
@@ -142,14 +144,14 @@ def gold_steps(problem_solution: str) -> list[str]:
 
 def step_labels(steps: list[str], gold_solution: str, answer: str) -> list[bool]:
     """Rule labels for `steps` against a gold solution: step i is correct when it states the
-    same computation and result as gold step i; the final \\boxed{} step when it holds the gold
-    answer. Steps past the gold solution's length, and steps that carry an earlier error
+    same computation and result as gold step i; the final \\boxed{} step when its answer is
+    correct (suite.answers.is_correct). Steps past the gold solution's length, and steps that carry an earlier error
     forward, are wrong (labels after the first error follow from gold-matching)."""
     gold = [parse_step(s) for s in gold_steps(gold_solution)]
     labels = []
     for i, text in enumerate(steps):
         if text.startswith("\\boxed"):
-            labels.append(text.replace(" ", "") == f"\\boxed{{{answer}}}" and i == len(gold))
+            labels.append(i == len(gold) and is_correct(text, answer))
             continue
         step = parse_step(text)
         labels.append(step is not None and i < len(gold) and step == gold[i])

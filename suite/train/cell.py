@@ -13,7 +13,6 @@ are resolved against the cell file's folder, then against the suite's home (the 
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, Mapping
 
 from ..atomic import write_text_atomic
 from ..errors import RaceError
+from ..numbers import parse_number
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -188,20 +188,10 @@ def _home() -> Path | None:
 
 
 def _number(v: Any, name: str, cell: str, kind=float, minimum: float | None = None):
-    """Parse a number that YAML may hand over as a string ("3e12")."""
+    """A number that YAML may hand over as a string ("3e12"), by suite.numbers.parse_number."""
     try:
-        if isinstance(v, bool):
-            raise ValueError
-        x = float(v) if isinstance(v, str) else v
-        if kind is int:
-            if not float(x).is_integer():
-                raise ValueError
-            x = int(x)
-        else:
-            x = float(x)
-        if not math.isfinite(x):
-            raise ValueError
-    except (TypeError, ValueError):
+        x = parse_number(v, whole=True) if kind is int else float(parse_number(v))
+    except ValueError:
         raise RaceError(f"{_where(cell)}: {name} must be {'an integer' if kind is int else 'a number'}, got {v!r}")
     if minimum is not None and x < minimum:
         raise RaceError(f"{_where(cell)}: {name} must be >= {minimum:g}, got {v!r}")

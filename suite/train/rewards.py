@@ -18,12 +18,12 @@ every system exposes what the ledger needs to charge it:
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-from . import arith
+from ..answers import is_correct
 from ..errors import RaceError
+from . import arith
 
 #: name -> reward system class.
 REWARD_SYSTEMS: dict[str, type] = {}
@@ -49,46 +49,7 @@ def get_reward_system(name: str, **options):
     return REWARD_SYSTEMS[name](**options)
 
 
-# ---------------------------------------------------------------- answers
-
-
-def extract_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} in `text` (nested braces kept), or None."""
-    start = text.rfind("\\boxed{")
-    while start != -1:
-        i, depth = start + len("\\boxed{"), 1
-        j = i
-        while j < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            j += 1
-        if depth == 0:
-            return text[i:j - 1].strip()
-        start = text.rfind("\\boxed{", 0, start)  # unclosed: try an earlier one
-    return None
-
-
-def _timeouts() -> dict:
-    # math-verify's timeouts use signal.alarm, which only works on the main thread.
-    on_main = threading.current_thread() is threading.main_thread()
-    return {"parse": 5 if on_main else None, "verify": 5 if on_main else None}
-
-
-def answers_match(predicted: str | None, gold: str) -> bool:
-    """Whether a predicted final answer is mathematically equivalent to the gold answer
-    (math-verify; exact string match first). Safe on any thread."""
-    if predicted is None:
-        return False
-    if predicted.replace(" ", "") == str(gold).replace(" ", ""):
-        return True
-    from math_verify import parse, verify
-
-    t = _timeouts()
-    try:
-        g = parse(f"\\boxed{{{gold}}}", parsing_timeout=t["parse"])
-        p = parse(f"\\boxed{{{predicted}}}", parsing_timeout=t["parse"])
-        return bool(g and p and verify(g, p, timeout_seconds=t["verify"]))
-    except Exception:  # math-verify raises on pathological input; that answer is wrong
-        return False
+# ---------------------------------------------------------------- text
 
 
 def completion_text(completion) -> str:
@@ -146,10 +107,11 @@ class RewardSystem:
 
 @reward_system("sparse")
 class Sparse(RewardSystem):
-    """1 when the last \\boxed{} answer is equivalent to the gold answer (math-verify), else 0."""
+    """1 when the completion's final answer is correct (suite.answers.is_correct: its last
+    \\boxed{} answer equals the gold answer or is equivalent to it by math-verify), else 0."""
 
     def score(self, prompts, texts, answers, kwargs):
-        return [1.0 if answers_match(extract_boxed(t), a) else 0.0 for t, a in zip(texts, answers)]
+        return [1.0 if is_correct(t, a) else 0.0 for t, a in zip(texts, answers)]
 
 
 #: Partial credit of the structured system (sums to 1).
@@ -169,7 +131,7 @@ class Structured(RewardSystem):
             boxed_last = bool(steps) and text.count("\\boxed{") == 1 and steps[-1].startswith("\\boxed{")
             w = STRUCTURED_WEIGHTS
             out.append(w["boxed_last"] * boxed_last + w["steps"] * (boxed_last and len(steps) > 1)
-                       + w["answer"] * answers_match(extract_boxed(text), gold))
+                       + w["answer"] * is_correct(text, gold))
         return out
 
 
@@ -179,7 +141,7 @@ def _self_consistent_labels(steps: list[str], answer) -> list[bool]:
     labels, prev = [], None
     for text in steps:
         if text.startswith("\\boxed"):
-            labels.append(answers_match(extract_boxed(text), answer))
+            labels.append(is_correct(text, answer))
             continue
         s = arith.parse_step(text)
         ok = s is not None and arith.apply(s.left, s.op, s.right) == s.result and prev in (None, s.left)

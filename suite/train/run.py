@@ -131,9 +131,9 @@ def prepare(cell: CellSpec) -> dict:
     data, and the budget's first-step check. Raises RaceError on bad input."""
     from transformers import AutoTokenizer
 
+    from ..accounting import step_cost_bound
     from ..accounting.modelspec import load_spec
     from .rewards import get_reward_system
-    from .trl_callback import step_cost_bound
 
     policy = load_spec(cell.policy)
     reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from transformers import TrainerCallback
 
+from ..accounting import step_cost_bound  # noqa: F401  (public here too: the budget stop's bound)
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
 
@@ -60,33 +61,21 @@ def policy_spec_of(model):
 
 
 def adapter_of(model):
-    """accounting.Adapter of the model the trainer trains: its PEFT LoRA, or full fine-tuning."""
-    from ..accounting import PROJECTIONS, Adapter
+    """accounting.Adapter of the model the trainer trains: its PEFT LoRA (what PEFT really
+    adapted, read off the modules), or full fine-tuning."""
+    from ..accounting.adapters import adapter_from_peft
 
     peft_cfg = getattr(model, "peft_config", None)
     if not peft_cfg:
-        return Adapter(kind="full")
+        return adapter_from_peft(None)
     cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
-    if getattr(cfg, "peft_type", None) is not None and str(getattr(cfg.peft_type, "value", cfg.peft_type)) != "LORA":
-        raise RaceError(f"PEFT method {cfg.peft_type} is not accounted", "the ledger supports LoRA and full fine-tuning")
     # Read back what PEFT adapted (target_modules may be a list, a regex or "all-linear").
     adapted: dict[str, int] = {}
     for name, module in model.named_modules():
         if hasattr(module, "lora_A") and len(getattr(module, "lora_A", {})):
             leaf = name.rsplit(".", 1)[-1]
             adapted[leaf] = adapted.get(leaf, 0) + 1
-    extra = set(adapted) - set(PROJECTIONS)
-    if extra:
-        raise RaceError(f"LoRA on {sorted(extra)} is outside the decoder projections",
-                        f"the accounting knows {', '.join(PROJECTIONS)}")
-    layers = model.config.num_hidden_layers
-    partial = sorted(t for t, n in adapted.items() if n != layers)
-    if partial or getattr(cfg, "rank_pattern", None):
-        raise RaceError(f"LoRA covers only some layers or ranks differ ({partial or 'rank_pattern'})",
-                        "the accounting assumes one rank on every layer")
-    targets = [t for t in PROJECTIONS if t in adapted]
-    return Adapter(kind="lora", rank=int(cfg.r), alpha=float(cfg.lora_alpha),
-                   targets=tuple(targets))
+    return adapter_from_peft(cfg, adapted=adapted, num_layers=model.config.num_hidden_layers)
 
 
 def settings_of(args):
@@ -116,23 +105,6 @@ def engine_of(model, args) -> str:
         log.warning("race: no accounting profile models vLLM generation yet; the ledger counts the "
                     "transformers-generate passes (padding, unmerged LoRA) instead")
     return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
-
-
-def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str = "trl-cpu",
-                    attention: str = "causal", reward_model=None, reward_tokens: int | None = None,
-                    generation: bool = True) -> int:
-    """Upper bound on the FLOPs of one optimizer step: every completion runs to
-    max_completion_tokens and every prompt is max_prompt_tokens long (longer sequences only
-    cost more). generation=False: a reuse step of mu > 1 (update only)."""
-    from ..accounting import phase_flops, work_from_lengths
-
-    n = settings.group_size * settings.prompts_per_step
-    if reward_model is not None and reward_tokens is None:
-        reward_tokens = 2 * (max_prompt_tokens + settings.max_completion_tokens)
-    work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
-                             [reward_tokens] * n if reward_model is not None and generation else None,
-                             iterations=1, generation=generation)
-    return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
 
 
 # ---- the callback -------------------------------------------------------------------------------

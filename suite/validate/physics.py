@@ -74,12 +74,11 @@ def recompute(doc: dict) -> Recomputation:
                              f"use one of {', '.join(sorted(ENGINES))} (the generic profile suits hand-filled reports)")
     work = doc["totals"]["work"]
     try:
-        args = _inputs(doc)
-        flops = _phase_flops(work, args)
+        flops = _priced(work, _inputs(doc))
         other = None
         if doc["adapter"]["type"] in ("lora", "full"):
             flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
-            other = _phase_flops(work, _inputs(doc, flip))
+            other = _priced(work, _inputs(doc, flip))
     except RaceError as e:
         return Recomputation(None, e.message, e.hint or "")
     except (KeyError, TypeError, ValueError) as e:
@@ -88,32 +87,12 @@ def recompute(doc: dict) -> Recomputation:
     return Recomputation({p: int(flops[p]) for p in PHASES}, other_adapter={p: int(other[p]) for p in PHASES} if other else None)
 
 
-def _phase_flops(work: dict, args: tuple) -> dict:
-    """suite.accounting.phase_flops(work, *args) with the work -> FLOPs map (coefficients, a
-    per-layer walk) built once per distinct setting: a leaderboard repeats a few settings
-    across many reports. The same checks and the same sum as pass_breakdown."""
-    from ..accounting.flops import _check_work, phase_flops
-    from ..errors import RaceError
+def _priced(work: dict, args: tuple) -> dict:
+    """suite.accounting.phase_flops of `work` under _inputs' (policy, adapter, settings,
+    reward model, engine, attention)."""
+    from ..accounting import phase_flops
 
-    _check_work(work)
-    if args[3] is None and work.get("reward.tokens", 0):
-        raise RaceError("work has reward-model tokens but no reward model spec was given",
-                        "pass the reward model (--reward-model) or drop reward_lengths")
-    try:
-        table = _coefficients(*args)
-    except TypeError:               # an unhashable spec field: price it the plain way
-        return phase_flops(work, *args[:4], engine=args[4], attention=args[5])
-    out = dict.fromkeys(PHASES, 0)
-    for phase, _, coef in table:
-        out[phase] += sum(c * work.get(key, 0) for key, c in coef.items())
-    return out
-
-
-@lru_cache(maxsize=512)
-def _coefficients(policy, adapter, settings, reward_model, engine, attention):
-    from ..accounting import coefficients
-
-    return coefficients(policy, adapter, settings, reward_model, engine, attention)
+    return phase_flops(work, *args[:4], engine=args[4], attention=args[5])
 
 
 @lru_cache(maxsize=64)
@@ -121,9 +100,9 @@ def catalog_spec(name: str):
     """The catalog ModelSpec a model name names (hub ids too), or None for other names; read
     once per name (the catalog ships with the package and is part of the validator's
     fingerprint)."""
-    from ..accounting.modelspec import _catalog_lookup, load_spec
+    from ..accounting.modelspec import in_catalog, load_spec
 
-    return load_spec(name) if _catalog_lookup(name) is not None else None
+    return load_spec(name) if in_catalog(name) else None
 
 
 def _rel(a: int, b: int) -> float:

@@ -1,7 +1,8 @@
 """lm-eval hooks for the RACE targets. lm-eval loads this file by path (`!function utils.x` in
-the YAMLs beside it); it is never installed as a module. All logic lives in suite.evaluate so
+the YAMLs beside it); it is never installed as a module. All logic lives in the suite so
 it is importable and tested on its own; this file only names it for the YAMLs."""
 
+from suite.answers import is_correct
 from suite.evaluate import harness as _ev
 
 
@@ -36,5 +37,5 @@ def doc_to_target(doc):
 
 
 def process_results(doc, results):
-    """pass@1 of the one greedy completion: final answer vs gold with math-verify."""
-    return {"pass@1": float(_ev.is_correct(results[0], doc["answer"]))}
+    """pass@1 of the one greedy completion: suite.answers.is_correct, the rule the rewards apply."""
+    return {"pass@1": float(is_correct(results[0], doc["answer"]))}

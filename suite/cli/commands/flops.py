@@ -8,19 +8,17 @@ import math
 
 from suite.cli import command
 from suite.errors import RaceError
+from suite.numbers import parse_number
 
 PAPER_DEFAULTS = {"group_size": 2, "prompts_per_step": 16, "prompt_tokens": 256.0, "completion_tokens": 1024.0}
 
 
-def _count(text: str) -> float:
-    """A token count or budget: plain or scientific notation (1e18)."""
+def count_arg(text: str) -> float:
+    """argparse type of a token count or budget: plain or scientific notation (1e18)."""
     try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number")
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"'{text}' is not a finite number")
-    return v
+        return float(parse_number(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"'{text}' is {'not a finite number' if str(e) == 'not finite' else str(e)}")
 
 
 def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) -> None:
@@ -43,21 +41,21 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                    help="completions per prompt (default: 2, as in the paper)")
     p.add_argument("--prompts-per-step", type=int, default=PAPER_DEFAULTS["prompts_per_step"], metavar="B",
                    help="prompts per generation batch (default: 16)")
-    p.add_argument("--prompt-tokens", type=_count, default=PAPER_DEFAULTS["prompt_tokens"], metavar="P",
+    p.add_argument("--prompt-tokens", type=count_arg, default=PAPER_DEFAULTS["prompt_tokens"], metavar="P",
                    help="mean prompt tokens (default: 256)")
-    p.add_argument("--completion-tokens", type=_count, default=PAPER_DEFAULTS["completion_tokens"], metavar="C",
+    p.add_argument("--completion-tokens", type=count_arg, default=PAPER_DEFAULTS["completion_tokens"], metavar="C",
                    help="mean generated tokens per completion, EOS included (default: 1024)")
     p.add_argument("--max-completion-tokens", type=int, default=None, metavar="M",
                    help="longest completion allowed (default: the larger of 2048 and C); recorded, and C must not exceed it")
     p.add_argument("--num-iterations", type=int, default=1, metavar="MU",
                    help="policy updates per generation batch, mu (default: 1); mu > 1 adds the old-policy forward")
-    p.add_argument("--beta", type=_count, default=0.0, metavar="BETA",
+    p.add_argument("--beta", type=count_arg, default=0.0, metavar="BETA",
                    help="KL coefficient; non-zero adds the reference-model forward (default: 0)")
     p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=True,
                    help="recompute decoder activations in the backward (default: on, as TRL)")
     p.add_argument("--reward-model", metavar="NAME|PATH", default=None,
                    help="reward model (catalog name or config.json) scoring every completion; absent = rule reward, 0 FLOPs")
-    p.add_argument("--reward-tokens", type=_count, default=None, metavar="R",
+    p.add_argument("--reward-tokens", type=count_arg, default=None, metavar="R",
                    help="tokens the reward model scores per completion (default: P + C)")
     p.add_argument("--engine", default="trl", metavar="PROFILE",
                    help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA), trl-cpu, generic "
@@ -129,7 +127,8 @@ def compute(policy, args) -> dict:
     }
 
 
-def _e(x: float) -> str:
+def sci(x: float) -> str:
+    """FLOPs as 1.234e+18 (0 as 0)."""
     return f"{x:.3e}" if x else "0"
 
 
@@ -159,14 +158,14 @@ def render(d: dict, show_passes: bool) -> str:
     head = f"{'phase':<9}{'FLOPs/step':>12}{f'FLOPs x{n}':>14}{'share':>8}   tokens/step"
     lines += [head, "-" * len(head)]
     for ph in ("rollout", "update", "reward"):
-        lines.append(f"{ph:<9}{_e(d['per_step']['flops'][ph]):>12}{_e(d['total']['flops'][ph]):>14}"
+        lines.append(f"{ph:<9}{sci(d['per_step']['flops'][ph]):>12}{sci(d['total']['flops'][ph]):>14}"
                      f"{d['shares'][ph]:>8.1%}   {tok_txt[ph]}")
-    lines.append(f"{'total':<9}{_e(d['per_step']['flops']['total']):>12}{_e(d['total']['flops']['total']):>14}{'':>8}")
+    lines.append(f"{'total':<9}{sci(d['per_step']['flops']['total']):>12}{sci(d['total']['flops']['total']):>14}{'':>8}")
     lines.append(f"\nupdate share p = C_update / C_total = {d['update_share']:.4f}")
     if show_passes:
         lines += ["", f"{'phase':<9}{'pass':<24}{'FLOPs/step':>12}"]
         for r in d["per_step"]["passes"]:
-            lines.append(f"{r['phase']:<9}{r['pass']:<24}{_e(r['flops']):>12}")
+            lines.append(f"{r['phase']:<9}{r['pass']:<24}{sci(r['flops']):>12}")
     return "\n".join(lines)
 
 

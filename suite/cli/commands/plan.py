@@ -7,7 +7,7 @@ import argparse
 import json
 
 from suite.cli import command
-from suite.cli.commands.flops import _count, _e, add_step_arguments, compute
+from suite.cli.commands.flops import add_step_arguments, compute, count_arg, sci
 from suite.errors import RaceError
 
 
@@ -41,7 +41,7 @@ def render(budget: float, rows: list[dict], args) -> str:
     head = f"{'model':<26}{'params':>8}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}{'update tokens':>15}{'p':>8}"
     lines += [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['model']:<26}{fmt_params(r['params_total']):>8}{_e(r['flops_per_step']):>12}{r['steps']:>10,}"
+        lines.append(f"{r['model']:<26}{fmt_params(r['params_total']):>8}{sci(r['flops_per_step']):>12}{r['steps']:>10,}"
                      f"{r['rollouts']:>12,}{r['update_tokens']:>15,}{r['update_share']:>8.3f}")
     if any(r["steps"] == 0 for r in rows):
         lines.append("\n0 steps: the budget buys less than one step of that model.")
@@ -53,7 +53,7 @@ def render(budget: float, rows: list[dict], args) -> str:
 def configure(p: argparse.ArgumentParser):
     p.epilog = ("The inverse of `race flops`: the same per-step accounting, divided into --budget. Compare model "
                 "sizes at equal FLOPs, as the paper's IsoFLOP bands do.")
-    p.add_argument("--budget", type=_count, required=True, metavar="F",
+    p.add_argument("--budget", type=count_arg, required=True, metavar="F",
                    help="total training FLOPs to spend, e.g. 1e18")
     p.add_argument("--models", default=None, metavar="LIST",
                    help="comma-separated policies (catalog names or config.json paths); default: every catalog policy")
