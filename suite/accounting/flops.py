@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..errors import RaceError
+from ..registry import Registry
 from .modelspec import ModelSpec
 
 METHOD = "race-analytic"
@@ -218,7 +219,7 @@ class EngineProfile:
                 "checkpoint_early_stop": self.checkpoint_early_stop}
 
 
-ENGINES: dict[str, EngineProfile] = {}
+ENGINES: Registry[EngineProfile] = Registry("engine profile")
 """Engine profiles by name."""
 
 
@@ -228,7 +229,7 @@ def engine(name: str):
     def register(cls):
         inst = cls()
         inst.name = name
-        ENGINES[name] = inst
+        ENGINES.add(name, inst)
         return cls
 
     return register

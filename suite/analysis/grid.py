@@ -29,17 +29,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import RaceError
-from ..numbers import parse_number
+from ..record import schemas
 
 #: Default relative width of an IsoFLOP band: cells of budget B land in [0.75 B, B].
 DEFAULT_BAND = 0.25
-#: Top-level keys of a grid file.
-GRID_KEYS = ("name", "description", "cell", "models", "budgets", "band", "raise_budgets", "allocations",
-             "rewards", "seeds", "eval", "engine_profile")
-#: Cell fields a grid sets itself; the `cell:` block and allocations may not.
-GRID_OWNED = ("name", "policy", "reward", "budget_flops", "budget", "seed", "label")
-#: Knobs that would stop a cell before its budget is spent, so it could miss its band.
-FORBIDDEN_KNOBS = ("max_steps",)
 #: Where each cell's run folder goes inside the grid's output folder.
 CELLS_DIR = "cells"
 PLAN_FILE = "grid.json"
@@ -171,98 +164,29 @@ def _where(source: str | None) -> str:
     return f"grid {source}" if source else "grid"
 
 
-def _flops(v: Any, what: str, where: str) -> int:
-    try:
-        x = parse_number(v, whole=True)
-        if x < 1:
-            raise ValueError
-        return x
-    except ValueError:
-        raise RaceError(f"{where}: {what} must be a positive whole number of FLOPs, got {v!r}",
-                        "write budgets like 3e11") from None
-
-
-def _mapping(v: Any, what: str, where: str, *, allow_list: bool = False) -> dict:
-    """A YAML mapping; a list of names becomes {name: name} when allowed."""
-    if allow_list and isinstance(v, list):
-        if not all(isinstance(x, str) for x in v):
-            raise RaceError(f"{where}: {what} as a list must hold names only")
-        return {x: x for x in v}
-    if not isinstance(v, Mapping) or not v:
-        raise RaceError(f"{where}: {what} must be a non-empty mapping",
-                        "see docs/quickstart.md for the grid file format")
-    return {str(k): val for k, val in v.items()}
-
-
 def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike | None = None,
                    source: str | None = None) -> Grid:
-    """Check a grid mapping (a parsed grid file). Every problem raises RaceError naming the key."""
+    """A Grid from a mapping (a parsed grid file): checked against schemas/grid-v1.schema.json,
+    then the names it refers to (evaluation targets, the engine profile, the judge's folder).
+    Every problem raises RaceError naming the key."""
     where = _where(source or name)
-    if not isinstance(d, Mapping):
-        raise RaceError(f"{where}: a grid file must be a YAML mapping", "see docs/quickstart.md")
-    unknown = sorted(set(d) - set(GRID_KEYS))
-    if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(str(unknown[0]), GRID_KEYS, n=1)
-        raise RaceError(f"{where}: unknown key {unknown[0]!r}",
-                        f"did you mean {close[0]!r}?" if close else f"grid keys: {', '.join(GRID_KEYS)}")
-    for k in ("models", "budgets", "allocations", "rewards"):
-        if d.get(k) is None:
-            raise RaceError(f"{where}: required key {k!r} is missing",
-                            "a grid needs models, budgets, allocations and rewards")
-    cell = dict(d.get("cell") or {})
-    for k in cell:
-        if k in GRID_OWNED or k in FORBIDDEN_KNOBS:
-            raise RaceError(f"{where}: `cell:` may not set {k!r}", _owned_hint(k))
-    models = {k: str(v) for k, v in _mapping(d["models"], "models", where).items()}
-    budgets = d["budgets"] if isinstance(d["budgets"], list) else [d["budgets"]]
-    budgets = tuple(_flops(b, "every budget", where) for b in budgets)
-    if not budgets or len(set(budgets)) != len(budgets):
-        raise RaceError(f"{where}: budgets must be a non-empty list of distinct FLOP counts")
-    band = d.get("band", DEFAULT_BAND)
-    if isinstance(band, bool) or not isinstance(band, (int, float)) or not 0 < band < 1:
-        raise RaceError(f"{where}: band must be a fraction in (0, 1), got {band!r}",
-                        "band 0.25 means a cell of budget B must land in [0.75 B, B]")
-    raise_by = d.get("raise_budgets", 1.0)
-    if isinstance(raise_by, bool) or not isinstance(raise_by, (int, float)) or not 1 <= raise_by <= 10:
-        raise RaceError(f"{where}: raise_budgets must be a factor in [1, 10], got {raise_by!r}",
-                        "raise_budgets 1.25 lets the planner raise a budget up to 1.25x so every cell reaches its "
-                        "band; 1 (the default) refuses such a grid instead")
-    allocations = {}
-    for label, knobs in _mapping(d["allocations"], "allocations", where).items():
-        knobs = dict(knobs or {})
-        for k in knobs:
-            if k in GRID_OWNED or k in FORBIDDEN_KNOBS:
-                raise RaceError(f"{where}: allocation {label!r} may not set {k!r}", _owned_hint(k))
-        allocations[label] = knobs
+    d = schemas.numbers_parsed(d, schemas.GRID)
+    schemas.check_spec(d, schemas.GRID, where)
+    budgets = tuple(d["budgets"] if isinstance(d["budgets"], list) else [d["budgets"]])
+    allocations = {str(label): dict(knobs or {}) for label, knobs in d["allocations"].items()}
     rewards = {}
-    for rname, r in _mapping(d["rewards"], "rewards", where, allow_list=True).items():
+    for rname, r in (d["rewards"].items() if isinstance(d["rewards"], Mapping) else ((x, x) for x in d["rewards"])):
         r = {"system": r} if isinstance(r, str) else dict(r or {})
-        if "system" not in r:
-            r["system"] = rname
-        rewards[rname] = r
+        r.setdefault("system", rname)
+        rewards[str(rname)] = r
     seeds = d.get("seeds", [0])
-    seeds = seeds if isinstance(seeds, list) else [seeds]
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds) \
-            or len(set(seeds)) != len(seeds):
-        raise RaceError(f"{where}: seeds must be a list of distinct non-negative integers, got {d.get('seeds')!r}")
     ev = dict(d.get("eval") or {})
-    bad = sorted(set(ev) - {"targets", "limit", "batch_size", "judge"})
-    if bad:
-        raise RaceError(f"{where}: unknown eval key {bad[0]!r}", "eval keys: targets, limit, batch_size, judge")
     targets = ev.get("targets", list(EvalPlan.targets))
     targets = tuple([targets] if isinstance(targets, str) else targets)
     from ..evaluate.harness import target
 
     for t in targets:
         target(t)
-    limit = ev.get("limit")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise RaceError(f"{where}: eval.limit must be a positive integer, got {limit!r}")
-    batch = ev.get("batch_size", EvalPlan.batch_size)
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise RaceError(f"{where}: eval.batch_size must be a positive integer, got {batch!r}")
     judge = ev.get("judge")
     if judge is not None:
         judge = _path(str(judge), base, where, "eval.judge")
@@ -270,14 +194,12 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
 
     profile = str(d.get("engine_profile", "trl-cpu"))
     get_engine(profile)
-    for label in list(models) + list(allocations) + list(rewards):
-        if not label or any(ch in label for ch in "/\\ ") or label.startswith("."):
-            raise RaceError(f"{where}: name {label!r} cannot be part of a folder name",
-                            "use letters, digits, '-' and '_' in model, allocation and reward names")
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
-                cell=cell, models=models, budgets=budgets, band=float(band), raise_budgets=float(raise_by),
-                allocations=allocations,
-                rewards=rewards, seeds=tuple(seeds), evaluation=EvalPlan(targets, limit, batch, judge),
+                cell=dict(d.get("cell") or {}), models={str(k): str(v) for k, v in d["models"].items()},
+                budgets=tuple(int(b) for b in budgets), band=float(d.get("band", DEFAULT_BAND)),
+                raise_budgets=float(d.get("raise_budgets", 1.0)), allocations=allocations, rewards=rewards,
+                seeds=tuple(seeds if isinstance(seeds, list) else [seeds]),
+                evaluation=EvalPlan(targets, ev.get("limit"), ev.get("batch_size", EvalPlan.batch_size), judge),
                 engine_profile=profile, base=None if base is None else str(base), source=source)
 
 
@@ -291,13 +213,6 @@ def _path(value: str, base, where: str, what: str) -> str:
     if not p.exists():
         raise RaceError(f"{where}: {what} path {value} does not exist")
     return str(p.resolve())
-
-
-def _owned_hint(key: str) -> str:
-    if key in FORBIDDEN_KNOBS:
-        return "steps absorb the budget in a grid: every cell trains until its budget is spent"
-    return ("the grid sets it per cell from models, budgets, rewards, allocations and seeds; "
-            "move it to the matching grid key")
 
 
 def load(path: str | os.PathLike) -> Grid:

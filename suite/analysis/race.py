@@ -26,6 +26,7 @@ from .. import __version__
 from ..errors import RaceError
 from ..atomic import write_text_atomic
 from ..record import schemas
+from ..registry import Registry
 from .frontier import Allocation, Cell, Condition, allocations, best, by_condition
 
 
@@ -71,13 +72,12 @@ class FitModel:
         return "log p" if self.log else "p"
 
 
-MODELS: dict[str, FitModel] = {}
+MODELS: Registry[FitModel] = Registry("fit model")
 
 
 def fit_model(name: str, log: bool, degree: int) -> FitModel:
     """Register a fit model (kept in MODELS in order of increasing complexity)."""
-    MODELS[name] = FitModel(name, log, degree)
-    return MODELS[name]
+    return MODELS.add(name, FitModel(name, log, degree))
 
 
 fit_model("constant", log=False, degree=0)

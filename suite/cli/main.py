@@ -11,20 +11,7 @@ from typing import Callable
 
 from .. import __version__
 from ..errors import RaceError
-
-# name -> (help, configure(parser), run(args) -> exit code)
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable]] = {}
-
-
-def command(name: str, help: str):
-    """Register a subcommand. The decorated function configures its parser and returns the
-    function that runs it: keeps heavy imports (torch) out of `race --help`."""
-
-    def register(configure):
-        COMMANDS[name] = (help, configure)
-        return configure
-
-    return register
+from ..registry import Registry
 
 
 def _discover() -> None:
@@ -34,8 +21,17 @@ def _discover() -> None:
         importlib.import_module(f"{commands.__name__}.{mod.name}")
 
 
+COMMANDS: Registry[tuple[str, Callable[[argparse.ArgumentParser], Callable]]] = Registry("command", loader=_discover)
+"""name -> (help, configure(parser) -> run(args) -> exit code); filled by importing suite.cli.commands."""
+
+
+def command(name: str, help: str):
+    """Register a subcommand. The decorated function configures its parser and returns the
+    function that runs it: keeps heavy imports (torch) out of `race --help`."""
+    return COMMANDS.register(name, lambda configure: (help, configure))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    _discover()
     parser = argparse.ArgumentParser(
         prog="race",
         description="RACE suite: per-phase compute accounting, reports and benchmarks for GRPO post-training.",

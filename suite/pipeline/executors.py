@@ -7,7 +7,7 @@ e.g. the cell's report.json); a job whose file exists is skipped without being s
 job function is idempotent (it restarts from its own checkpoint), so killing the driver and
 running the same list again never runs a finished job twice.
 
-Registry: plain dict of name -> function(jobs, **options) -> Iterator[JobResult].
+Registry (suite.registry): name -> function(jobs, **options) -> Iterator[JobResult].
 """
 
 from __future__ import annotations
@@ -19,18 +19,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..errors import RaceError
+from ..registry import Registry
 
-EXECUTORS: dict[str, Callable[..., Iterator["JobResult"]]] = {}
+EXECUTORS: Registry[Callable[..., Iterator["JobResult"]]] = Registry("executor")
 
 
 def executor(name: str):
     """Register an executor under `name`: a function (jobs, **options) -> Iterator[JobResult]."""
-
-    def register(fn):
-        EXECUTORS[name] = fn
-        return fn
-
-    return register
+    return EXECUTORS.register(name)
 
 
 @dataclass(frozen=True)

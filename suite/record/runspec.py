@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import RaceError
-from ..numbers import parse_number
+from . import schemas
 
 if TYPE_CHECKING:  # accounting's types; imported lazily at run time
     from ..accounting import Adapter, GRPOSettings
 
-REWARD_KINDS = ("rule", "orm", "prm", "judge")
 
 
 @dataclass(frozen=True)
@@ -70,92 +69,49 @@ class RunSpec:
         return _run_spec_from_dict(d)
 
 
-_RUN_SPEC_KEYS = {"policy", "adapter", "grpo", "reward", "engine", "accounting", "budget", "label",
-                  "seed", "id", "evaluations"}
-_HINT = "see docs/report.md for the run spec format"
-
-
-def _need(d: Mapping, key: str, where: str):
-    if not isinstance(d, Mapping):
-        raise RaceError(f"run spec: {where} must be a mapping", _HINT)
-    if key not in d:
-        raise RaceError(f"run spec: {where} lacks required field {key!r}", _HINT)
-    return d[key]
-
-
-def _int(x, what: str) -> int:
-    """An integer from YAML/JSON that may write big numbers as 1.5e18 or '1.5e18'."""
-    try:
-        v = parse_number(x)
-    except ValueError as e:
-        raise RaceError(f"run spec: {what} = {x!r} is {e}", _HINT) from None
-    if v < 0:
-        raise RaceError(f"run spec: {what} = {x!r} is negative", _HINT)
-    return int(v)
+def _plain(x: Any) -> Any:
+    """A run spec as JSON data (tuples become lists), the shape its schema describes."""
+    if isinstance(x, Mapping):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
 
 
 def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
     from ..accounting import Adapter, GRPOSettings
 
-    if not isinstance(d, Mapping):
-        raise RaceError("run spec must be a mapping", _HINT)
-    unknown = set(d) - _RUN_SPEC_KEYS
-    if unknown:
-        raise RaceError(f"run spec: unknown field {sorted(unknown)[0]!r}", f"known fields: {', '.join(sorted(_RUN_SPEC_KEYS))}")
-    policy = _need(d, "policy", "the spec")
-    ad = dict(_need(d, "adapter", "the spec"))
+    if isinstance(d, Mapping):
+        d = {k: v for k, v in _plain(d).items() if v is not None}      # null: not given
+    d = schemas.numbers_parsed(d, schemas.RUN_SPEC)
+    schemas.check_spec(d, schemas.RUN_SPEC, "run spec")
+    ad = {k: v for k, v in d["adapter"].items() if v is not None}
     kind = ad.pop("type", None) or ad.pop("kind", None) or ("lora" if ad.get("rank") else "full")
-    if ad.get("targets") is not None:
+    if "targets" in ad:
         ad["targets"] = tuple(ad["targets"])
-    else:
-        ad.pop("targets", None)
-    ad["rank"] = ad.get("rank") or 0
-    ad["alpha"] = float(ad.get("alpha") or 0.0)
-    try:
-        adapter = Adapter(kind=kind, **ad)
-        grpo = GRPOSettings(**dict(_need(d, "grpo", "the spec")))
-    except TypeError as e:
-        raise RaceError(f"run spec: {e}", _HINT) from None
-    rw = d.get("reward")
-    if rw is None:
-        raise RaceError("run spec lacks required field 'reward'", "e.g. reward: {system: sparse} or {system: prm, kind: prm, model: Qwen2.5-Math-PRM-7B}")
-    if isinstance(rw, str):
-        rw = {"system": rw}
+    adapter = Adapter(kind=kind, rank=ad.get("rank") or 0, alpha=float(ad.get("alpha") or 0.0),
+                      **({"targets": ad["targets"]} if "targets" in ad else {}))
+    grpo = GRPOSettings(**d["grpo"])
+    rw = {"system": d["reward"]} if isinstance(d["reward"], str) else d["reward"]
     model = rw.get("model")
-    reward = RewardSpec(system=str(_need(rw, "system", "reward")), kind=rw.get("kind") or ("prm" if model else "rule"),
-                        model=None if model is None else str(model))
-    if reward.kind not in REWARD_KINDS:
-        raise RaceError(f"run spec: reward kind {reward.kind!r} is not one of {', '.join(REWARD_KINDS)}", _HINT)
+    reward = RewardSpec(system=rw["system"], kind=rw.get("kind") or ("prm" if model else "rule"), model=model)
     if (reward.kind == "rule") != (reward.model is None):
         raise RaceError(f"run spec: reward kind {reward.kind!r} " + ("needs a model" if reward.model is None else "takes no model"),
                         "rule rewards have model: null; orm/prm/judge name their model")
-    en = d.get("engine") or {}
-    if isinstance(en, str):
-        en = {"name": en}
+    en = {"name": d["engine"]} if isinstance(d.get("engine"), str) else d.get("engine") or {}
     name = str(en.get("name", "trl"))
     engine = EngineSpec(name=name, version=str(en.get("version") or _installed_version(name)))
     acc = d.get("accounting") or {}
-    attention = acc.get("attention", "causal")
-    if attention not in ("causal", "full"):
-        raise RaceError(f"run spec: attention {attention!r} is not causal or full", _HINT)
-    bd = d.get("budget") or {}
-    if not isinstance(bd, Mapping):
-        bd = {"flops": bd}
+    bd = d.get("budget") if isinstance(d.get("budget"), Mapping) else {"flops": d.get("budget")}
     band = bd.get("band")
-    if band is not None:
-        if isinstance(band, Mapping):
-            band = (band.get("low"), band.get("high"))
-        if len(band) != 2:
-            raise RaceError("run spec: budget.band must be [low, high]", _HINT)
-        band = (_int(band[0], "budget.band low"), _int(band[1], "budget.band high"))
-    budget = Budget(flops=None if bd.get("flops") is None else _int(bd["flops"], "budget.flops"), band=band)
-    evals = d.get("evaluations") or ()
-    if not isinstance(evals, (list, tuple)):
-        raise RaceError("run spec: evaluations must be a list of {target, metric, value, n}", _HINT)
-    return RunSpec(policy=str(policy), adapter=adapter, grpo=grpo, reward=reward, engine=engine,
-                   engine_profile=str(acc.get("engine_profile", "trl")), attention=attention, budget=budget,
+    if isinstance(band, Mapping):
+        band = (band["low"], band["high"])
+    return RunSpec(policy=d["policy"], adapter=adapter, grpo=grpo, reward=reward, engine=engine,
+                   engine_profile=str(acc.get("engine_profile", "trl")), attention=acc.get("attention", "causal"),
+                   budget=Budget(flops=None if bd.get("flops") is None else int(bd["flops"]),
+                                 band=None if band is None else (int(band[0]), int(band[1]))),
                    label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
-                   evaluations=tuple(dict(e) for e in evals))
+                   evaluations=tuple(dict(e) for e in d.get("evaluations") or ()))
 
 
 def _installed_version(dist: str) -> str:
@@ -185,4 +141,4 @@ def load_run_spec(path: str | os.PathLike) -> RunSpec:
     return RunSpec.from_dict(d)
 
 
-__all__ = ["RewardSpec", "EngineSpec", "Budget", "RunSpec", "REWARD_KINDS", "load_run_spec"]
+__all__ = ["RewardSpec", "EngineSpec", "Budget", "RunSpec", "load_run_spec"]

@@ -27,6 +27,12 @@ RACE = "race-v1.schema.json"
 """The RACE diagnosis (race.json)."""
 RACE_VERSION = "1.0"
 """The race.json version this suite writes."""
+CELL = "cell-v1.schema.json"
+"""A cell file (tasks/cells/*.yaml)."""
+GRID = "grid-v1.schema.json"
+"""A pilot grid file (tasks/grids/*.yaml)."""
+RUN_SPEC = "run-spec-v1.schema.json"
+"""A run spec (race report --spec)."""
 
 
 @lru_cache(maxsize=None)
@@ -98,6 +104,108 @@ def check_report(doc: Mapping[str, Any]) -> None:
                         "check the run spec's evaluations and budget (docs/report.md)")
 
 
+# ---- spec files people write: one clear line for the first problem ------------------------------
+# The schemas of cells, grids and run specs word their own messages in x- keywords: x-error (a
+# template for any keyword that fails at that node: {field}, {value!r}, {key}), x-hint,
+# x-unknown / x-known (a key that is not allowed; the allowed keys), x-aliases (other accepted
+# spellings, offered as suggestions), x-required / x-required-hint.
+
+_RANK = {"additionalProperties": 0, "required": 1}
+_NOUNS = {"object": "a mapping", "array": "a list", "string": "text", "integer": "an integer", "number": "a number",
+          "boolean": "true or false", "null": "null"}
+
+
+def numbers_parsed(doc: Any, name: str) -> Any:
+    """`doc` with every text where schemas/NAME wants a number parsed as one (suite.numbers:
+    YAML reads 3e12 as text); text that is no number is left for check_spec to name."""
+    return _parse_numbers(doc, load(name))
+
+
+def _numeric(node: dict) -> str | None:
+    kinds = node.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return None if "string" in kinds else "integer" if "integer" in kinds else "number" if "number" in kinds else None
+
+
+def _parse_numbers(value: Any, node: Any) -> Any:
+    from ..numbers import parse_number
+
+    if not isinstance(node, dict):
+        return value
+    if isinstance(value, str):
+        for alt in [node, *node.get("anyOf", ())]:
+            kind = _numeric(alt)
+            if kind:
+                try:
+                    return parse_number(value, whole=kind == "integer")
+                except ValueError:
+                    return value
+        return value
+    if isinstance(value, dict):
+        alts = [node, *(a for a in node.get("anyOf", ()) if isinstance(a, dict) and "properties" in a)]
+        props = next((a["properties"] for a in alts if "properties" in a), {})
+        extra = node.get("additionalProperties")
+        return {k: _parse_numbers(v, props.get(k, extra)) for k, v in value.items()}
+    if isinstance(value, list):
+        items = next((a.get("items") for a in [node, *node.get("anyOf", ())] if isinstance(a, dict) and "items" in a), None)
+        return [_parse_numbers(v, items) for v in value]
+    return value
+
+
+def check_spec(doc: Any, name: str, where: str) -> None:
+    """Check a spec file's parsed content against schemas/NAME; RaceError with the first
+    problem as "WHERE: message" and a hint, worded by the schema. Unknown keys come first (a
+    typo explains the rest), then missing ones, then values, outermost first."""
+    errors = list(validator(name).iter_errors(doc))
+    if errors:
+        err = min(errors, key=lambda e: (_RANK.get(e.validator, 2), len(e.absolute_path), list(map(str, e.absolute_path))))
+        message, hint = _explain(err)
+        raise RaceError(f"{where}: {message}", hint or load(name).get("x-hint"))
+
+
+def _worded(err) -> bool:
+    key = {"additionalProperties": "x-unknown", "required": "x-required"}.get(err.validator, "x-error")
+    return key in err.schema
+
+
+def _explain(err) -> tuple[str, str | None]:
+    import difflib
+
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        # The alternative the value's type fits, when only one does and the schema words its problem.
+        by_branch: dict = {}
+        for e in err.context:
+            by_branch.setdefault(e.schema_path[0], []).append(e)
+        fitting = [es for es in by_branch.values() if not any(e.validator == "type" and not e.relative_path for e in es)]
+        if len(fitting) == 1:
+            inner = min(fitting[0], key=lambda e: (_RANK.get(e.validator, 2), len(e.absolute_path)))
+            if _worded(inner):
+                return _explain(inner)
+    node, path = err.schema, list(err.absolute_path)
+    field = ".".join(map(str, path)) or "the file"
+    if err.validator == "additionalProperties":
+        known = list(node.get("properties", {}))
+        key = sorted(str(k) for k in err.instance if k not in node.get("properties", {}))[0]
+        close = difflib.get_close_matches(key, known + list(node.get("x-aliases", {})), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"{node.get('x-known', 'known fields')}: {', '.join(known)}"
+        return f"{node.get('x-unknown', 'unknown field')} {key!r}", hint
+    if err.validator == "required":
+        key = next(k for k in node["required"] if k not in err.instance)
+        return node.get("x-required", "required field {key!r} is missing").format(key=key), node.get("x-required-hint")
+    template = node.get("x-error")
+    if template is None:
+        kind = node.get("type")
+        template = {
+            "type": f"{{field}} must be {' or '.join(_NOUNS.get(t, t) for t in ([kind] if isinstance(kind, str) else kind or []))}, got {{value!r}}",
+            "enum": f"{{field}} must be one of {', '.join(map(str, node.get('enum', ())))}, got {{value!r}}",
+            "minimum": f"{{field}} must be >= {node.get('minimum')}, got {{value!r}}",
+            "maximum": f"{{field}} must be <= {node.get('maximum')}, got {{value!r}}",
+            "minItems": "{field} must not be empty", "minProperties": "{field} must not be empty",
+            "uniqueItems": "{field} must not repeat a value, got {value!r}",
+        }.get(err.validator, f"{{field}}: {err.message}")
+    return template.format(field=field, value=err.instance, key=path[-1] if path else ""), node.get("x-hint")
+
+
 @dataclass(frozen=True)
 class RecordShape:
     """The shape of a ledger record as its schema gives it, for the fast record check
@@ -129,4 +237,4 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "check_report", "RecordShape", "record_shape"]
+           "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

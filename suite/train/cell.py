@@ -14,33 +14,16 @@ are resolved against the cell file's folder, then against the suite's home (the 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..atomic import write_text_atomic
 from ..errors import RaceError
 from ..numbers import parse_number
+from ..record import schemas
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-# Engine options a cell may set; everything else in `engine:` is refused so typos surface.
-ENGINE_OPTIONS = {
-    "micro_batch": "sequences per forward/backward (TRL per_device_train_batch_size); "
-                   "default: the whole generation batch (prompts_per_step * K)",
-    "gradient_checkpointing": "recompute activations in the backward (TRL default: true)",
-    "attn_implementation": "transformers attention kernel: eager (exact FLOP checks), sdpa, ...",
-    "use_vllm": "generate with vLLM (GPU users; passed through to TRL)",
-    "vllm_mode": "vLLM mode passed through to TRL (colocate or server)",
-    "bf16": "train in bfloat16 (default: true on CUDA, false on CPU)",
-    "device": "cpu or cuda (default: cuda when available)",
-    "lr_scheduler": "learning-rate schedule (default constant: the budget, not a step count, ends the run)",
-    "loss_type": "TRL loss_type (default: TRL's, dapo)",
-    "checkpoint_every": "optimizer steps between resumable checkpoints (default 1)",
-    "max_grad_norm": "gradient clipping norm (TRL default 1.0)",
-    "torch_threads": "torch CPU threads (default: leave torch's choice)",
-}
-
 
 @dataclass(frozen=True)
 class RewardChoice:
@@ -97,7 +80,7 @@ class CellSpec:
     max_steps: int | None = None
     """Optional cap on optimizer steps (the budget usually decides)."""
     engine: Mapping[str, Any] = field(default_factory=dict)
-    """Engine options (see ENGINE_OPTIONS)."""
+    """Engine options (`engine` in schemas/cell-v1.schema.json lists them)."""
     source: str | None = None
     """The YAML file this cell came from."""
 
@@ -155,11 +138,6 @@ class CellSpec:
 
 # ---- loading ----------------------------------------------------------------------------------
 
-_FIELDS = {f.name: f for f in fields(CellSpec)}
-_REQUIRED = ("policy", "dataset", "reward", "budget_flops")
-# Short spellings people write in YAML -> field names.
-_ALIASES = {"K": "group_size", "k": "group_size", "mu": "num_iterations", "lr": "learning_rate",
-            "budget": "budget_flops", "lora": "lora_rank", "rank": "lora_rank"}
 _PATH_FIELDS = ("policy", "tokenizer", "dataset")
 
 
@@ -187,41 +165,20 @@ def _home() -> Path | None:
         return None
 
 
-def _number(v: Any, name: str, cell: str, kind=float, minimum: float | None = None):
-    """A number that YAML may hand over as a string ("3e12"), by suite.numbers.parse_number."""
-    try:
-        x = parse_number(v, whole=True) if kind is int else float(parse_number(v))
-    except ValueError:
-        raise RaceError(f"{_where(cell)}: {name} must be {'an integer' if kind is int else 'a number'}, got {v!r}")
-    if minimum is not None and x < minimum:
-        raise RaceError(f"{_where(cell)}: {name} must be >= {minimum:g}, got {v!r}")
-    return x
-
-
 def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path | None = None,
                    source: str | None = None, check_paths: bool = True) -> CellSpec:
-    """Build a CellSpec from a mapping; every problem raises RaceError naming the field."""
-    if not isinstance(d, Mapping):
-        raise RaceError(f"cell {name or source}: a cell must be a YAML mapping of fields")
-    d = {_ALIASES.get(k, k): v for k, v in d.items()}
-    cname = str(d.pop("name", None) or name or "cell")
-    unknown = sorted(set(d) - set(_FIELDS))
-    if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], list(_FIELDS) + list(_ALIASES), n=1)
-        raise RaceError(f"{_where(cname)}: unknown field {unknown[0]!r}",
-                        f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(sorted(_FIELDS))}")
-    for k in _REQUIRED:
-        if d.get(k) is None:
-            raise RaceError(f"{_where(cname)}: required field {k!r} is missing",
-                            "a cell needs policy, dataset, reward and budget_flops")
-    rw = d["reward"]
-    if isinstance(rw, str):
-        rw = {"system": rw}
-    if not isinstance(rw, Mapping) or "system" not in rw:
-        raise RaceError(f"{_where(cname)}: reward must be a system name or a mapping with `system`")
-    rw = dict(rw)
+    """Build a CellSpec from a mapping (a parsed cell file): checked against
+    schemas/cell-v1.schema.json, then paths resolved and the reward system looked up. Every
+    problem raises RaceError naming the field."""
+    if isinstance(d, Mapping):
+        aliases = schemas.load(schemas.CELL)["x-aliases"]
+        d = {aliases.get(k, k): v for k, v in d.items() if v is not None}     # null: not given
+        cname = str(d.pop("name", None) or name or "cell")
+    else:
+        cname = str(name or source)
+    d = schemas.numbers_parsed(d, schemas.CELL)
+    schemas.check_spec(d, schemas.CELL, _where(cname))
+    rw = {"system": d["reward"]} if isinstance(d["reward"], str) else dict(d["reward"])
     system = str(rw.pop("system"))
     options = dict(rw.pop("options", None) or {}, **rw)
     from .rewards import REWARD_SYSTEMS
@@ -234,44 +191,30 @@ def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path 
 
     kw: dict[str, Any] = {"name": cname, "reward": RewardChoice(system, options), "source": source}
     for k in _PATH_FIELDS:
-        if d.get(k) is not None:
+        if k in d:
             kw[k] = _resolve(d[k], base, k, cname) if check_paths else str(d[k])
-    kw["budget_flops"] = _number(d["budget_flops"], "budget_flops", cname, int, 1)
-    ints = {"lora_rank": 0, "group_size": 2, "prompts_per_step": 1, "max_completion_tokens": 1,
-            "num_iterations": 1, "seed": 0}
-    for k, lo in ints.items():
-        if d.get(k) is not None:
-            kw[k] = _number(d[k], k, cname, int, lo)
-    if d.get("max_steps") is not None:
-        kw["max_steps"] = _number(d["max_steps"], "max_steps", cname, int, 1)
-    for k, lo in {"beta": 0, "learning_rate": 0, "temperature": 0}.items():
-        if d.get(k) is not None:
-            kw[k] = _number(d[k], k, cname, float, lo)
-    if d.get("lora_alpha") is not None:
-        kw["lora_alpha"] = _number(d["lora_alpha"], "lora_alpha", cname, float, 0)
-    if d.get("lora_targets") is not None:
+    for k in ("budget_flops", "lora_rank", "group_size", "prompts_per_step", "max_completion_tokens", "num_iterations",
+              "seed", "max_steps"):
+        if k in d:
+            kw[k] = parse_number(d[k], whole=True)
+    for k in ("beta", "learning_rate", "temperature", "lora_alpha"):
+        if k in d:
+            kw[k] = float(d[k])
+    if "lora_targets" in d:
         t = d["lora_targets"]
         kw["lora_targets"] = tuple([t] if isinstance(t, str) else t)
-    if d.get("label") is not None:
-        kw["label"] = str(d["label"])
-    if d.get("attention") is not None:
-        kw["attention"] = str(d["attention"])
-    eng = d.get("engine") or {}
-    if not isinstance(eng, Mapping):
-        raise RaceError(f"{_where(cname)}: engine must be a mapping of options")
-    bad = sorted(set(eng) - set(ENGINE_OPTIONS))
-    if bad:
-        raise RaceError(f"{_where(cname)}: unknown engine option {bad[0]!r}",
-                        f"engine options: {', '.join(sorted(ENGINE_OPTIONS))}")
-    kw["engine"] = dict(eng)
+    for k in ("label", "attention"):
+        if k in d:
+            kw[k] = str(d[k])
+    kw["engine"] = dict(d.get("engine") or {})
     return _checked(CellSpec(**kw))
 
 
 def _checked(c: CellSpec) -> CellSpec:
-    """Cross-field checks (the accounting types check the rest)."""
-    if c.attention not in ("causal", "full"):
-        raise RaceError(f"{_where(c.name)}: attention {c.attention!r} is not causal or full")
-    if c.micro_batch < 1 or c.generation_batch % c.micro_batch:
+    """A built or changed cell against the schema, then the checks across fields (the
+    accounting types check the rest)."""
+    schemas.check_spec({k: v for k, v in c.to_dict().items() if v is not None}, schemas.CELL, _where(c.name))
+    if c.generation_batch % c.micro_batch:
         raise RaceError(f"{_where(c.name)}: engine.micro_batch={c.micro_batch} must divide "
                         f"prompts_per_step * K = {c.generation_batch}")
     c.adapter()  # LoRA targets and rank are checked by accounting.Adapter

@@ -23,10 +23,11 @@ from pathlib import Path
 
 from ..answers import is_correct
 from ..errors import RaceError
+from ..registry import Registry
 from . import arith
 
 #: name -> reward system class.
-REWARD_SYSTEMS: dict[str, type] = {}
+REWARD_SYSTEMS: Registry[type] = Registry("reward system")
 
 
 def reward_system(name: str):
@@ -34,8 +35,7 @@ def reward_system(name: str):
 
     def register(cls):
         cls.system_name = name
-        REWARD_SYSTEMS[name] = cls
-        return cls
+        return REWARD_SYSTEMS.register(name)(cls)
 
     return register
 

@@ -7,20 +7,16 @@ from typing import Callable
 
 from .. import command
 from ...errors import RaceError
+from ...registry import Registry
 
 # Output renderers: name -> render(report dict) -> text. JSON is the report itself; other
 # presentations (markdown, latex) register here from the reporters without touching this file.
-FORMATS: dict[str, Callable[[dict], str]] = {}
+FORMATS: Registry[Callable[[dict], str]] = Registry("report format")
 
 
 def output_format(name: str):
     """Register a renderer for `race report --format NAME`."""
-
-    def register(fn):
-        FORMATS[name] = fn
-        return fn
-
-    return register
+    return FORMATS.register(name)
 
 
 @output_format("json")

@@ -41,7 +41,6 @@ def configure(p):
 def list_rules() -> str:
     """One line per rule: ID, severity, title."""
     from ...validate.registry import ordered
-    from ...validate.runner import _rules  # noqa: F401  (registers every rule)
 
     rules = ordered()
     w = max(len(r.id) for r in rules)
