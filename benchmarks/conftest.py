@@ -2,7 +2,7 @@
 benchmark files are untouched: the gate only reads benchmarks whose extra_info names a cell.
 
     --race-gate[=KIND]     compare with benchmarks/baselines/KIND.json after the run; exit 1 when
-                           the gate fails (suite.bench.compare: FLOPs/tokens exact, rewards and
+                           the gate fails (compare() of benchmarks/gate.py: FLOPs/tokens exact, rewards and
                            pass@1 within tolerance, median time at most --race-slower-pct slower)
 """
 

@@ -1,3 +1,4 @@
+# Over 500 lines: the reference cells and the gate that judges their figures share the figures' names.
 """Reference cells as regression benchmarks: what each cell records, and the gate that compares
 a run of the suite with the baseline stored for this machine kind.
 
@@ -186,7 +187,7 @@ def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
         "final_reward": rewards[-1] if rewards else None,
     }
     if probe:
-        from suite.evaluate.harness import evaluate_run
+        from suite.evaluate.runs import evaluate_run
 
         t0 = time.perf_counter()
         rows = evaluate_run(out, targets=(PROBE_TARGET,), limit=bc.probe)

@@ -1,6 +1,6 @@
 """A realistic submissions folder for the leaderboard benchmark: N distinct reports, each with a
 ledger of its own, varied in model, reward system, adapter, GRPO settings, length of run,
-budget band and scores. Every report is built by suite.report.build_report from a ledger priced
+budget band and scores. Every report is built by suite.record.report.build_report from a ledger priced
 by suite.accounting, so every one passes the validator with no findings.
 
     make_corpus(folder, n, seed=0) -> list of report file names

@@ -23,7 +23,7 @@ def adapter(tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from suite.evaluate.harness import _embedded_model
+    from suite.evaluate.runs import _embedded_model
 
     torch.manual_seed(0)
     base = _embedded_model("policy-m")

@@ -1,4 +1,4 @@
-"""The reference cells as regression benchmarks (issue 8): each cell of suite.bench.REFERENCE_CELLS
+"""The reference cells as regression benchmarks (issue 8): each cell of REFERENCE_CELLS of benchmarks/gate.py
 is trained for a few steps (the timed unit: model loading, trainer build and training, one round),
 then its figures go into pytest-benchmark's extra_info: FLOPs and tokens per phase, steps, the
 last step's training reward, a probe evaluation (pass@1, process judge, native reward on the

@@ -16,7 +16,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "suite.modelspec": ("suite.accounting.modelspec",),
     "suite.ledger": ("suite.record.ledger",),
     "suite.report": ("suite.record.report", "suite.record.runspec"),
-    "suite.grid": ("suite.analysis.grid",),
+    "suite.grid": ("suite.analysis.grid", "suite.pipeline.gridrun"),
     "suite.trl_callback": ("suite.train.trl_callback",),
 }
 """Old module name -> the modules that now hold its names, searched in this order."""

@@ -2,8 +2,9 @@
 
 One small generic class behind every registry of the suite (CLI commands, validation rules,
 engine profiles, reward systems, executors, RACE fit models, report formats), as lm-eval's and
-inspect_ai's registries are. A registry may be lazy: its `loader` runs once, at the first
-lookup, to import the modules whose decorators fill it, so heavy imports stay out of start-up.
+inspect_ai's registries are. A registry may be lazy: its `loader` (a function, or the
+dotted name of a module to import) runs once, at the first lookup, to import the modules whose
+decorators fill it, so heavy imports stay out of start-up.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ T = TypeVar("T")
 class Registry(Mapping[str, T]):
     """A read-only mapping of registered items; `add` and `register` are the only ways in."""
 
-    def __init__(self, kind: str, loader: Callable[[], None] | None = None):
+    def __init__(self, kind: str, loader: Callable[[], object] | str | None = None):
         self.kind = kind
         """What the items are, for messages ("engine profile", "rule id", ...)."""
         self._items: dict[str, T] = {}
@@ -42,7 +43,12 @@ class Registry(Mapping[str, T]):
     def _load(self) -> None:
         if self._loader is not None:
             load, self._loader = self._loader, None
-            load()
+            if isinstance(load, str):
+                import importlib
+
+                importlib.import_module(load)
+            else:
+                load()
 
     def __getitem__(self, name: str) -> T:
         self._load()

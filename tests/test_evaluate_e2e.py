@@ -17,6 +17,8 @@ import pytest
 
 from suite.evaluate import harness as ev
 
+from suite.evaluate import targets
+
 pytestmark = pytest.mark.slow
 
 LIMIT = 100  # problems per target: enough to see a GRPO gain of a few points, short on 2 cores
@@ -47,7 +49,7 @@ def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, cap
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    for var in ev.OFFLINE_VARS:
+    for var in targets.OFFLINE_VARS:
         monkeypatch.delenv(var, raising=False)
     # The embedded default reference cell, with the budget tests/test_run_learn.py measured
     # (about 35 steps; sparse reward 0.38 -> 0.46 on held-out problems).
@@ -68,7 +70,7 @@ def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, cap
     base = {(r["target"], r["metric"]): r
             for r in json.loads((tmp_path / "base" / "evaluations.json").read_text())["evaluations"]}
     deltas = {}
-    for t in ev.DEFAULT_TARGETS:
+    for t in targets.DEFAULT_TARGETS:
         name = f"{t}:first-{LIMIT}"
         for m in ev.METRICS:
             assert adapter[name, m]["n"] == LIMIT and base[name, m]["n"] == LIMIT

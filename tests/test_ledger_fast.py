@@ -1,5 +1,5 @@
 """The ledger reader's fast paths never change a verdict: a whole block of lines parsed as one
-JSON array and checked column-wise (suite.ledger.batch_ok, _fast_records) reads exactly what
+JSON array and checked column-wise (suite.record.ledger.batch_ok, _fast_records) reads exactly what
 the strict line-by-line reader reads, with the same problems on the same lines."""
 
 from __future__ import annotations

@@ -4,16 +4,12 @@ allocations): real runs, real lm-eval, frontiers, a race.json valid under race-v
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from suite.cli import main  # noqa: E402
-from suite.paths import schemas, tasks  # noqa: E402
+from suite.cli import main
+from suite.paths import schemas, tasks
 
 
 @pytest.fixture(scope="module")

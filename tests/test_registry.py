@@ -67,3 +67,11 @@ def test_spec_dataclasses_follow_their_schemas():
     assert props(schemas.GRID) == grid_fields | {"eval"}
     spec_fields = {f.name for f in dataclasses.fields(RunSpec)} - {"engine_profile", "attention"}
     assert props(schemas.RUN_SPEC) == spec_fields | {"accounting"}
+
+
+def test_a_lazy_registry_may_name_the_module_that_fills_it():
+    import sys
+
+    r: Registry[int] = Registry("thing", loader="suite.digest")
+    sys.modules.pop("suite.digest", None)
+    assert len(r) == 0 and "suite.digest" in sys.modules

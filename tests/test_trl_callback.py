@@ -106,7 +106,7 @@ def test_docs_example_runs(tmp_path, monkeypatch):
 
 
 class _ModelReward:
-    """A model reward as suite.rewards defines them (kind, model_path, last_scored_lengths):
+    """A model reward as suite.train.rewards defines them (kind, model_path, last_scored_lengths):
     it runs a real forward of its model over each prompt + completion, one sequence at a time."""
 
     kind = "model"

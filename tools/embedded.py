@@ -1,3 +1,4 @@
+# Over 500 lines: the build recipes of every embedded model, in dependency order, rerun together.
 """Deterministic build of the embedded task: data splits, tokenizer, tiny policies, tiny PRMs.
 A tool of the checkout (tools/ is never installed); `race embedded build` runs it.
 
@@ -463,7 +464,7 @@ EXAMPLES = {"mixture": _mixture, "results": _results, "one-digit": lambda rng: _
 
 def prm_examples(n_synthetic: int, seed: int, policy=None, tokenizer=None, n_policy: int = 0, kind: str = "mixture"):
     """(question, steps, expected) triples — expected: what each step should read
-    (suite.arith.expected_steps; a step is correct when it reads so) — for `n_synthetic`
+    (suite.train.arith.expected_steps; a step is correct when it reads so) — for `n_synthetic`
     examples of `kind`, plus completions sampled from `policy` at temperature 1."""
     import torch
 

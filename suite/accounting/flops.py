@@ -1,3 +1,4 @@
+# Over 500 lines: the whole work -> FLOPs derivation of docs/accounting.md, one place to read it in.
 """Per-phase FLOPs of a GRPO step: rollout, update and reward (docs/accounting.md derives
 every formula here).
 

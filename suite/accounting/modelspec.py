@@ -1,5 +1,5 @@
 """Model specs: the architecture facts FLOP accounting needs, read from a Hugging Face
-`config.json` (a path or its folder) or from the built-in catalog (`suite/catalog/*.json`,
+`config.json` (a path or its folder) or from the built-in catalog (`suite/accounting/catalog/*.json`,
 config facts only, no weights). Parameter counts are exact: they equal
 `sum(p.numel() for p in model.parameters())` of the real model (tied embeddings counted once).
 

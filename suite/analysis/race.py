@@ -1,6 +1,7 @@
+# Over 500 lines: one procedure (fit, diagnose, validate, race.json) sharing the regime vocabulary.
 """RACE (Reward-Aware Compute Allocation): a pilot-grid *diagnostic*, not an optimizer.
 
-Per condition (see suite.frontier.Condition) the score of each allocation is fitted against
+Per condition (see suite.analysis.frontier.Condition) the score of each allocation is fitted against
 the update share p (or log p) with a few small least-squares models; the model with the lowest
 leave-one-out error wins. From the fit RACE names the regime the condition is in — high-update,
 low-update, or feedback-heavy when reward-model inference takes a large share of the budget —

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import sys
 from contextlib import contextmanager
@@ -31,147 +30,11 @@ from pathlib import Path
 
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
+from .targets import DEFAULT_TARGETS, OFFLINE_VARS, lm_eval_tasks_dir, result_name, target
 
-# ------------------------------------------------------------------------------ targets
-
-
-@dataclass(frozen=True)
-class Target:
-    """An evaluation set: an lm-eval task in tasks/lm_eval/ of the same name."""
-
-    name: str  #: target and lm-eval task name, e.g. "arith-easy-250"
-    source: str  #: "embedded", "gsm8k" or "math500"
-    description: str  #: one line for --help and docs
-    size: int = 250  #: problems in the target
-
-    @property
-    def embedded(self) -> bool:
-        """Shipped with the suite (runs offline, no data dir needed)."""
-        return self.source == "embedded"
-
-
-TARGETS: dict[str, Target] = {
-    t.name: t
-    for t in (
-        Target("arith-easy-250", "embedded", "embedded 2-step arithmetic, 250 problems (GSM8K stand-in)"),
-        Target("arith-hard-250", "embedded", "embedded 3-4-step arithmetic, 250 problems (MATH-500 stand-in)"),
-        Target("gsm8k-250", "gsm8k", "250 documented GSM8K test problems"),
-        Target("math500-250", "math500", "250 documented MATH-500 problems"),
-    )
-}
-#: What `race eval` scores when --targets is not given.
-DEFAULT_TARGETS = ("arith-easy-250", "arith-hard-250")
 METRICS = ("pass@1", "process_judge", "native_reward")
 #: Per-completion aggregation of step rewards (see the module docstring for why min).
 JUDGE_AGGREGATION = "min"
-
-
-def target(name: str) -> Target:
-    """The Target called `name`; RaceError naming it when unknown."""
-    if name not in TARGETS:
-        raise RaceError(f"unknown target '{name}'", f"choose from {', '.join(TARGETS)}")
-    return TARGETS[name]
-
-
-def lm_eval_tasks_dir() -> Path:
-    """tasks/lm_eval: the task YAMLs, utils.py and the id lists."""
-    from ..paths import tasks
-
-    return tasks() / "lm_eval"
-
-
-# ------------------------------------------------------------------------------ data
-
-#: Seed of the documented selection rule for the real-data targets.
-SELECTION_SEED = 2607
-#: Published split sizes, and a fact about row 0 that guards against a reordered file.
-REAL_SPLITS = {
-    "gsm8k": {"rows": 1319, "file": "gsm8k/test.jsonl", "hub": ("openai/gsm8k", "main"),
-              "row0": ("question", "Janet")},
-    "math500": {"rows": 500, "file": "math500/test.jsonl", "hub": ("HuggingFaceH4/MATH-500", None),
-                "row0": ("unique_id", "test/precalculus/807.json")},
-}
-DATA_DIR_ENV = "RACE_DATA_DIR"
-#: Set to 1 while only embedded targets are evaluated.
-OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-
-
-def select_rows(n_rows: int, k: int = 250, seed: int = SELECTION_SEED) -> list[int]:
-    """The documented selection rule: k distinct 0-based row indices of a published split,
-    sorted(random.Random(seed).sample(range(n_rows), k)). tasks/lm_eval/ids/*.txt hold its output."""
-    return sorted(random.Random(seed).sample(range(n_rows), k))
-
-
-def read_ids(name: str) -> list[int]:
-    """Row indices listed in tasks/lm_eval/ids/<name>.txt (comment lines start with '#')."""
-    path = lm_eval_tasks_dir() / "ids" / f"{name}.txt"
-    lines = [ln.strip() for ln in path.read_text().splitlines()]
-    return [int(ln) for ln in lines if ln and not ln.startswith("#")]
-
-
-def _real_rows(source: str, data_dir: str | None) -> list[dict]:
-    """The whole published split as suite.datasets rows (question, answer, solution + kept
-    fields): from data_dir when given, else from the hub when online."""
-    from ..train import datasets as race_datasets
-
-    spec = REAL_SPLITS[source]
-    data_dir = data_dir or os.environ.get(DATA_DIR_ENV)
-    if data_dir:
-        base = Path(data_dir) / spec["file"]
-        found = [p for p in (base, base.with_suffix(".parquet")) if p.is_file()]
-        if not found:
-            raise RaceError(f"{source} data not found: {base}",
-                            f"put the published test split there as {spec['file']} (or .parquet)")
-        rows = race_datasets.load(found[0], source)
-    elif os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
-        raise RaceError(f"{source} data needs --data-dir (or ${DATA_DIR_ENV}) while offline",
-                        f"download the test split once and pass its folder, holding {spec['file']}")
-    else:
-        import tempfile
-
-        import datasets
-
-        path, name = spec["hub"]
-        try:
-            split = datasets.load_dataset(path, name, split="test")
-        except Exception as e:  # network, auth, or a missing dataset: one line for the user
-            raise RaceError(f"could not download {path} ({type(e).__name__})",
-                            f"pass --data-dir with {spec['file']}") from None
-        with tempfile.TemporaryDirectory() as tmp:  # one parser for local and hub rows
-            split.to_json(f"{tmp}/test.jsonl")
-            rows = race_datasets.load(f"{tmp}/test.jsonl", source)
-    key, value = spec["row0"]
-    if len(rows) != spec["rows"] or not str(rows[0].get(key, "")).startswith(value):
-        raise RaceError(f"{source} data has {len(rows)} rows (row 0 {key}={str(rows[0].get(key))[:40]!r})",
-                        f"expected the published split: {spec['rows']} rows, row 0 {key} starting {value!r}")
-    return rows
-
-
-def target_docs(name: str, data_dir: str | None = None) -> list[dict]:
-    """The problems of a target as {id, question, answer, solution} dicts (answer: the gold
-    final answer; rows read by suite.datasets in their published formats)."""
-    from ..train import datasets as race_datasets
-
-    t = target(name)
-    if t.embedded:
-        rows = race_datasets.load_split(name)
-        ids = [str(i) for i in range(len(rows))]
-    else:
-        rows = _real_rows(t.source, data_dir)
-        picked = read_ids(name)
-        rows = [rows[i] for i in picked]
-        ids = [r["unique_id"] for r in rows] if t.source == "math500" else [str(i) for i in picked]
-    return [{"id": i, "question": r["question"], "answer": r["answer"], "solution": r["solution"] or ""}
-            for i, r in zip(ids, rows)]
-
-
-def target_dataset(name: str, metadata: dict | None = None):
-    """lm-eval's custom_dataset hook: a DatasetDict with one 'test' split. metadata comes from
-    TaskManager(metadata=...); its 'data_dir' points at local copies of real data sets."""
-    import datasets
-
-    docs = target_docs(name, (metadata or {}).get("data_dir"))
-    return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
 
 
 # ------------------------------------------------------------------------------ models
@@ -335,7 +198,7 @@ class EvalConfig:
     limit: int | None = None  #: score only the first N problems of each target (for quick checks)
     backend: str = "hf"  #: "hf" (transformers + peft) or "vllm" (lora_local_path)
     judge: str | None = None  #: judge PRM folder; default tasks/arith/models/prm for embedded targets
-    native_reward: str | None = None  #: the run's training reward system (suite.rewards); None skips
+    native_reward: str | None = None  #: the run's training reward system (suite.train.rewards); None skips
     native_reward_model: str | None = None  #: model folder of a model-based native reward
     data_dir: str | None = None  #: local copies of GSM8K / MATH-500 (else the hub, when online)
     out_dir: str | None = None  #: where per-sample logs go (None: not kept)
@@ -549,124 +412,3 @@ def _score(config: EvalConfig, name: str, samples: list[dict], tokenizer, adapte
             {**{k: result.get(k) for k in ("results", "configs", "versions", "n-samples", "config")},
              "hub_offline": hub_offline()}))
     return rows
-
-
-def result_name(name: str, n: int) -> str:
-    """The target name written into results: the target itself, or "<target>:first-<n>" when
-    --limit scored only its first n problems (a subset is never reported as the whole set)."""
-    return name if n >= target(name).size else f"{name}:first-{n}"
-
-
-# ------------------------------------------------------------------------------ runs and reports
-
-
-def merge_evaluations(existing: list[dict], new: list[dict]) -> list[dict]:
-    """Existing rows with the new ones in place of any with the same (target, metric)."""
-    keys = {(r["target"], r["metric"]) for r in new}
-    return [r for r in existing if (r.get("target"), r.get("metric")) not in keys] + list(new)
-
-
-def _embedded_model(name: str) -> Path:
-    from ..paths import tasks
-
-    return tasks() / "arith" / "models" / name
-
-
-def _resolve_model(value: str | None, run_dir: Path) -> Path | None:
-    """A model folder from a run's cell/report: a path (absolute, or relative to the run or the
-    working folder) or the name of an embedded model."""
-    if not value:
-        return None
-    for p in (Path(value), run_dir / value, _embedded_model(value)):
-        if (p / "config.json").is_file():
-            return p
-    return None
-
-
-def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
-    """(base model folder, reward system, reward model folder or None) of a run folder: from
-    its cell.yaml (suite.cell: policy, reward system and model_path), else from report.json
-    (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names."""
-    from ..record.report import read_report
-
-    report = read_report(run_dir / "report.json", check=False)
-    policy, system, reward_model = None, None, None
-    if (run_dir / "cell.yaml").is_file():
-        from ..train.cell import load_cell
-
-        cell = load_cell(run_dir / "cell.yaml", check_paths=False)
-        policy, system = cell.policy, cell.reward.system
-        reward_model = cell.reward.options.get("model_path")
-        if reward_model is None and system in ("prm", "proxy_prm"):
-            from ..train.rewards import default_model_path
-
-            reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
-    policy = policy or report.model
-    system = system or report.reward_system
-    reward_model = reward_model or (report.reward_model if report.reward_kind != "rule" else None)
-    base = _resolve_model(policy, run_dir)
-    if base is None:
-        raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
-                        "pass --model with the policy folder the run trained")
-    resolved = _resolve_model(reward_model, run_dir) if reward_model else None
-    if reward_model and resolved is None:
-        raise RaceError(f"reward model of run {run_dir} not found ({reward_model!r})",
-                        "the native reward needs the run's reward model folder")
-    return base, system, str(resolved) if resolved else None
-
-
-def _check_valid(doc: dict, path: Path) -> None:
-    from ..validate import validate_report
-
-    errors = [f for f in validate_report(doc, file=str(path)) if f.severity == "error" and f.path.startswith("$.evaluations")]
-    if errors:
-        e = errors[0]
-        raise RaceError(f"evaluations would make {path} invalid: {e.path}: {e.message}", e.hint or None)
-
-
-def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None = None, backend: str = "hf", *,
-                 model: str | None = None, judge: str | None = None, data_dir: str | None = None,
-                 batch_size: int = 64, device: str = "cpu") -> list[dict]:
-    """Evaluate RUN_DIR/adapter on `targets` with all three metrics, keep lm-eval's per-sample
-    logs in RUN_DIR/eval/, and write the rows into RUN_DIR/report.json atomically (rows for the
-    same target and metric are replaced; the report stays valid). Returns the new rows."""
-    from ..record.report import update_report
-
-    run_dir = Path(run_dir)
-    report_path = run_dir / "report.json"
-    if not report_path.is_file():
-        raise RaceError(f"run folder {run_dir} has no report.json", "pass a folder written by `race run`")
-    adapter = run_dir / "adapter"
-    full = not (adapter / "adapter_config.json").is_file() and (adapter / "config.json").is_file()
-    if not full and not (adapter / "adapter_config.json").is_file():
-        raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
-                        "the run saves its adapter at the end; was it finished?")
-    base, system, reward_model = run_models(run_dir)
-    base = Path(model) if model else base
-    if full:  # LoRA rank 0: the run saved the fully fine-tuned model itself
-        base, adapter = adapter, None
-    config = EvalConfig(model=str(base), adapter=str(adapter) if adapter else None, targets=tuple(targets),
-                        limit=limit, backend=backend, judge=judge, native_reward=system, native_reward_model=reward_model,
-                        data_dir=data_dir, out_dir=str(run_dir / "eval"), batch_size=batch_size, device=device)
-    rows = evaluate(config)
-    update_report(report_path, lambda doc: doc.update(evaluations=merge_evaluations(doc.get("evaluations") or [], rows)),
-                  check=lambda doc: _check_valid(doc, report_path))
-    return rows
-
-
-def evaluate_base(model: str | Path, out: str | Path, targets=DEFAULT_TARGETS, limit: int | None = None,
-                  backend: str = "hf", *, native_reward: str | None = None, native_reward_model: str | None = None,
-                  judge: str | None = None, data_dir: str | None = None, batch_size: int = 64,
-                  device: str = "cpu") -> dict:
-    """Score a base model without adapter (the reference row): OUT/evaluations.json holds
-    {"model": <report model object>, "adapter": null, "evaluations": [...]}; logs in OUT/eval/."""
-    from ..atomic import write_json_atomic
-
-    out = Path(out)
-    config = EvalConfig(model=str(model), adapter=None, targets=tuple(targets), limit=limit, backend=backend,
-                        judge=judge, native_reward=native_reward, native_reward_model=native_reward_model,
-                        data_dir=data_dir, out_dir=str(out / "eval"), batch_size=batch_size, device=device)
-    rows = evaluate(config)
-    doc = {"model": model_entry(model), "adapter": None, "evaluations": rows}
-    write_json_atomic(out / "evaluations.json", doc)
-    return doc

@@ -4,7 +4,7 @@
 batch sizes, LoRA, vLLM rollout, response length, the suite's reward function, the file
 logger); `compose(overrides)` checks them against verl's own packaged config with Hydra's
 compose API -- nothing of verl is imported or launched -- and returns the composed config.
-`race import verl` reads the file logger's JSON Lines back (suite.importers).
+`race import verl` reads the file logger's JSON Lines back (suite.integrations.importers).
 
 verl's own dependencies (transformers<5.11, torch 2.11) clash with the suite's pins, so only its
 config files are used here: pip install -c constraints.txt -e '.[verl]' &&
@@ -35,7 +35,7 @@ INSTALL_HINT = ("pip install -c constraints.txt -e '.[verl]' && "
                 f"pip install --no-deps -c constraints.txt verl=={VERL_VERSION}")
 
 RULE_REWARDS = ("sparse", "structured", "dense")
-"""Reward systems verl runs through suite/verl_reward.py (rule rewards, 0 FLOPs)."""
+"""Reward systems verl runs through suite/integrations/verl_reward.py (rule rewards, 0 FLOPs)."""
 
 REWARD_MODULE = Path(__file__).with_name("verl_reward.py")
 """The custom reward function file verl loads (custom_reward_function.path)."""
@@ -159,7 +159,7 @@ def write_dataset(source: str | Path, dest: str | Path) -> int:
     optional solution) into verl's RL parquet format, atomically; returns the row count.
 
     Each row: data_source, prompt (chat messages), ability, reward_model.ground_truth (the gold
-    answer, what suite/verl_reward.py compares against) and extra_info (index, question,
+    answer, what suite/integrations/verl_reward.py compares against) and extra_info (index, question,
     solution for the dense reward)."""
     import pyarrow as pa
     import pyarrow.parquet as pq

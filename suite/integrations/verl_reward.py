@@ -2,7 +2,7 @@
 
 verl loads this file by path (reward.custom_reward_function.path) and calls
 `NAME(data_source, solution_str, ground_truth, extra_info)` per completion; `race export verl`
-sets NAME to compute_score_<system>. The scores are exactly suite.rewards' systems, so a verl
+sets NAME to compute_score_<system>. The scores are exactly suite.train.rewards' systems, so a verl
 run and a TRL run of the same cell optimise the same reward. Rule rewards cost 0 FLOPs.
 
 verl's dataset rows carry the gold answer in reward_model.ground_truth and, for the dense
@@ -43,7 +43,7 @@ def compute_score_sparse(data_source, solution_str, ground_truth, extra_info=Non
 
 
 def compute_score_structured(data_source, solution_str, ground_truth, extra_info=None, **kw) -> float:
-    """Format and answer with partial credit (suite.rewards.STRUCTURED_WEIGHTS)."""
+    """Format and answer with partial credit (suite.train.rewards.STRUCTURED_WEIGHTS)."""
     return compute_score(data_source, solution_str, ground_truth, extra_info, system="structured")
 
 

@@ -5,9 +5,9 @@
     print(summary_text(qs))
 
 Runs the pilot grid tasks/grids/quickstart.yaml (two model sizes, three allocations, the sparse
-rule reward and the PRM, one budget band) through suite.grid, evaluates every cell on both
-embedded targets, draws the conditional frontiers (suite.frontier), runs the RACE diagnosis
-(suite.race) and renders the leaderboard site from the grid's reports (suite.leaderboard). The
+rule reward and the PRM, one budget band) through suite.analysis.grid, evaluates every cell on both
+embedded targets, draws the conditional frontiers (suite.analysis.frontier), runs the RACE diagnosis
+(suite.analysis.race) and renders the leaderboard site from the grid's reports (suite.site.leaderboard). The
 summary puts side by side what the source paper says should be visible: rule rewards cost ~0
 FLOPs while the PRM takes a visible share, the larger model buys fewer steps at equal budget,
 and whether pass@1 and the process judge prefer the same allocation — reported either way,
@@ -98,7 +98,7 @@ class Quickstart:
 
 
 def _rows(planned, out: Path) -> list[Row]:
-    from ..analysis.grid import cell_dir
+    from .gridrun import cell_dir
     from ..record.report import read_report
 
     rows = []
@@ -111,7 +111,7 @@ def _rows(planned, out: Path) -> list[Row]:
 
 
 def preferences(frontier_rows) -> list[Preference]:
-    """For each condition scored by both metrics: the best allocation under each (suite.frontier)."""
+    """For each condition scored by both metrics: the best allocation under each (suite.analysis.frontier)."""
     best: dict[tuple, dict[str, str]] = defaultdict(dict)
     for r in frontier_rows:
         c = r.condition
@@ -160,6 +160,7 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
     from dataclasses import replace
 
     from ..analysis import frontier, grid, race
+    from . import gridrun
 
     out = Path(out)
     g = grid.load(grid_file or default_grid())
@@ -170,23 +171,23 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
         print(f"race quickstart: {note}", flush=True)
     # One torch thread per cell: the tiny models gain nothing from a second thread, and two
     # threads per process oversubscribe a busy 2-core machine (rollouts measured ~10x slower).
-    res = grid.run(planned, out, ev, workers=workers, threads=threads or 1, progress=progress, grid=g)
+    res = gridrun.run(planned, out, ev, workers=workers, threads=threads or 1, progress=progress, grid=g)
     if res.failed:
         k, why = next(iter(res.failed.items()))
         raise RaceError(f"{len(res.failed)} quickstart cell(s) failed, first {k}: {why}",
-                        f"see {out / grid.CELLS_DIR / k}/error.txt and log.txt; rerun to resume")
-    paths = {"plan": out / grid.PLAN_FILE, "runs": out / grid.CELLS_DIR}
-    pilot = frontier.load(out / grid.CELLS_DIR)
+                        f"see {out / gridrun.CELLS_DIR / k}/error.txt and log.txt; rerun to resume")
+    paths = {"plan": out / gridrun.PLAN_FILE, "runs": out / gridrun.CELLS_DIR}
+    pilot = frontier.load(out / gridrun.CELLS_DIR)
     cells_ = list(pilot.cells)
     for p in frontier.write(cells_, out / "frontier", plots=plots):
         paths[f"frontier/{p.name}"] = p
-    doc = race.diagnose(cells_, source={"directory": str(out / grid.CELLS_DIR), "reports": pilot.reports,
+    doc = race.diagnose(cells_, source={"directory": str(out / gridrun.CELLS_DIR), "reports": pilot.reports,
                                          "cells": len(cells_), "grid": g.source})
     for p in race.write(doc, out).values():
         paths[p.name] = p
     notes = list(gp.notes)
     if site:
-        index, site_notes = _site([grid.cell_dir(out, pc.cell) / "report.json" for pc in planned], out)
+        index, site_notes = _site([gridrun.cell_dir(out, pc.cell) / "report.json" for pc in planned], out)
         paths["site"] = index
         notes += site_notes
     rows = _rows(planned, out)

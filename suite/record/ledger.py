@@ -1,3 +1,4 @@
+# Over 500 lines: the writer, the streaming reader and its fast batch check must agree on one record.
 """The per-step ledger: append-only JSON Lines, one record per optimizer step.
 
 A run writes one line per step and flushes + fsyncs it, so after a crash the file reads back

@@ -1,8 +1,9 @@
-"""Presentation of reports: the static leaderboard site and the paper tables.
+"""The static leaderboard site: a report as a row of the site (and of the paper tables,
+suite.site.tables), the main table's columns, and the pages written with Jinja.
 
 Reporters never compute science: every number shown is read from a report v1 document (its
 `totals`, `evaluations`, ...) or from its ledger; this module only lays them out. Templates live
-in reporters/ (site/ for HTML, tables/ for Markdown and LaTeX).
+in reporters/site/; chart geometry is suite.site.charts, number formats suite.site.formatting.
 
 Submissions are untrusted text. HTML is rendered by a Jinja environment with autoescape on,
 no value from a submission ever becomes markup or script, links are emitted only for http(s)
@@ -20,69 +21,14 @@ import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
-from urllib.parse import urlsplit
+from typing import Any, Callable, Sequence
 
 from .. import __version__, paths
 from ..accounting import PHASES
 from ..errors import RaceError
 from ..record.report import Report
-
-PHASE_COLORS = {"rollout": "#4e79a7", "update": "#f28e2b", "reward": "#59a14f"}
-# Condition colours of the frontier plot (Tableau 10, colour-blind friendly enough for 10 series).
-PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
-
-
-# --------------------------------------------------------------------------- formatting
-
-def sci(n: float | int | None, digits: int = 3) -> str:
-    """A FLOP count in short scientific form (1.23e18); '—' for None."""
-    if n is None:
-        return "—"
-    if n == 0:
-        return "0"
-    return f"{float(n):.{digits - 1}e}".replace("e+", "e")
-
-
-def pct(x: float | None) -> str:
-    """A share in [0, 1] as a percentage with one decimal."""
-    return "—" if x is None else f"{100.0 * x:.1f}%"
-
-
-def fixed(x: float | None, digits: int = 3) -> str:
-    """A number with a fixed number of decimals; '—' for None."""
-    return "—" if x is None else f"{x:.{digits}f}"
-
-
-def thousands(n: int | None) -> str:
-    """An integer with thousands separators; '—' for None."""
-    return "—" if n is None else f"{n:,}"
-
-
-def size_label(params: int) -> str:
-    """Model size as people say it, from an exact parameter count: 1543714304 -> '1.5B'."""
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if params >= scale:
-            v = params / scale
-            return f"{v:.2g}{unit}" if v < 100 else f"{v:.0f}{unit}"
-    return str(params)
-
-
-def safe_href(value: Any) -> str | None:
-    """The value itself when it is an absolute http(s) URL a reader may follow, else None.
-    `javascript:`, `data:` and relative URLs are never emitted as links."""
-    if not isinstance(value, str) or len(value) > 2000:
-        return None
-    try:
-        parts = urlsplit(value.strip())
-    except ValueError:
-        return None
-    if parts.scheme.lower() in ("http", "https") and parts.netloc and value == value.strip() \
-            and not any(ord(ch) < 33 for ch in value):
-        return value
-    return None
-
+from .charts import frontier_charts, phase_chart
+from .formatting import all_score_keys, fixed, pct, safe_href, sci, score_key, size_label, thousands
 
 # --------------------------------------------------------------------------- rows
 
@@ -122,11 +68,6 @@ class Row:
     def series(self) -> str:
         """The series a compute frontier is drawn for: never pool model sizes or reward systems."""
         return f"{self.size_label} · {self.reward_system}"
-
-
-def score_key(target: str, metric: str) -> str:
-    """Column name of an evaluation: its target and metric."""
-    return f"{target} · {metric}"
 
 
 def band_label(report: Report) -> str:
@@ -227,115 +168,6 @@ def columns(score_keys: Sequence[str]) -> list[Column]:
         cols.append(Column(f"score:{key}", key, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
                            numeric=True))
     return cols
-
-
-def all_score_keys(rows: Iterable[Row]) -> list[str]:
-    """Every evaluation target·metric present in any row, sorted."""
-    return sorted({k for r in rows for k in r.scores})
-
-
-# --------------------------------------------------------------------------- charts (geometry only)
-
-def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        return [lo]
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
-
-
-def phase_chart(steps: Sequence[int], per_step: Sequence[dict[str, int]], max_points: int = 400) -> dict:
-    """Geometry of the stacked phase chart: FLOPs per optimizer step, rollout at the bottom, then
-    update, then reward. Long ledgers are averaged into at most `max_points` bins."""
-    width, height, left, right, top, bottom = 720, 260, 70, 700, 30, 220
-    n = len(steps)
-    bin_ = max(1, math.ceil(n / max_points))
-    xs, stacks = [], []
-    for i in range(0, n, bin_):
-        chunk = per_step[i:i + bin_]
-        xs.append(sum(steps[i:i + bin_]) / len(chunk))
-        stacks.append([sum(r[ph] for r in chunk) / len(chunk) for ph in PHASES])
-    ymax = max((sum(s) for s in stacks), default=0) or 1
-    x0, x1 = (xs[0], xs[-1]) if xs else (0, 1)
-    sx, sy = (right - left) / ((x1 - x0) or 1), (bottom - top) / ymax
-
-    def X(x):
-        return round(left + (x - x0) * sx, 1)
-
-    def Y(y):
-        return round(bottom - y * sy, 1)
-
-    # x positions are shared by every layer: format them once (long ledgers make many charts).
-    px = [f"{X(x):g}" for x in xs] if n > 1 else [f"{left}", f"{right}"]
-    layers, base = [], [0.0] * len(stacks)
-    for j, ph in enumerate(PHASES):
-        topline = [b + st[j] for b, st in zip(base, stacks)]
-        if n == 1:  # one step: a bar, not a line
-            topline, base = topline * 2, base * 2
-        upper = [f"{a},{Y(t):g}" for a, t in zip(px, topline)]
-        lower = [f"{a},{Y(b):g}" for a, b in zip(px, base)]
-        layers.append({"phase": ph, "color": PHASE_COLORS[ph], "total": sum(r[ph] for r in per_step),
-                       "points": " ".join(upper + lower[::-1])})
-        base = topline[:len(stacks)]
-    yticks = [{"pos": Y(v), "label": sci(v, 2)} for v in _ticks(0, ymax)]
-    xticks = [{"pos": X(v), "label": f"{v:g}"} for v in _ticks(x0, x1)] if n > 1 else \
-        [{"pos": (left + right) / 2, "label": str(steps[0])}]
-    return {"width": width, "height": height, "left": left, "right": right, "top": top, "bottom": bottom,
-            "layers": layers, "yticks": yticks, "xticks": xticks, "steps": n, "bin": bin_, "binned": bin_ > 1}
-
-
-def frontier_charts(rows: Sequence[Row]) -> list[dict]:
-    """Geometry of the frontier plots: per evaluation target, score against total FLOPs (log x)
-    with one series per model size and reward system; a series' frontier joins the runs no
-    cheaper run of the series beats (suite.analysis.frontier.compute_frontier)."""
-    from ..analysis.frontier import compute_frontier
-
-    charts = []
-    for key in all_score_keys(rows):
-        pts = [r for r in rows if key in r.scores and r.total_flops > 0]
-        if not pts:
-            continue
-        width, height, left, right, top, bottom = 900, 340, 60, 660, 20, 290
-        lx = [math.log10(r.total_flops) for r in pts]
-        lo, hi = math.floor(min(lx) - 0.05), math.ceil(max(lx) + 0.05)   # keep points off the frame
-        if hi == lo:
-            hi = lo + 1
-        ys = [r.scores[key] for r in pts]
-        ylo, yhi = min(ys), max(ys)
-        if 0 <= ylo and yhi <= 1:
-            ylo, yhi = 0.0, 1.0          # scores in [0, 1] get the whole unit range
-        elif yhi == ylo:
-            ylo, yhi = ylo - 1, yhi + 1
-
-        def X(v):
-            return round(left + (math.log10(v) - lo) / (hi - lo) * (right - left), 2)
-
-        def Y(v):
-            return round(bottom - (v - ylo) / (yhi - ylo) * (bottom - top), 2)
-
-        series = []
-        names = sorted({r.series for r in pts}, key=lambda c: (c.split(" · ")[0], c))
-        for i, name in enumerate(names):
-            mine = [r for r in pts if r.series == name]
-            frontier, marks = [], []
-            for j, is_best in compute_frontier([(r.total_flops, r.scores[key]) for r in mine]):
-                r = mine[j]
-                if is_best:
-                    frontier.append(f"{X(r.total_flops)},{Y(r.scores[key])}")
-                marks.append({"x": X(r.total_flops), "y": Y(r.scores[key]), "best": is_best, "page": r.page,
-                              "label": f"{r.run_name}: {fixed(r.scores[key], 3)} at {sci(r.total_flops)} FLOPs, "
-                                       f"p = {fixed(r.update_share, 3)}"})
-            series.append({"name": name, "color": PALETTE[i % len(PALETTE)], "points": marks,
-                           "frontier": " ".join(frontier) if len(frontier) > 1 else ""})
-        target, _, metric = key.partition(" · ")
-        charts.append({"target": target, "metric": metric, "n": len(pts), "series": series,
-                       "width": width, "height": height, "left": left, "right": right, "top": top,
-                       "bottom": bottom,
-                       "xticks": [{"pos": X(10 ** e), "label": f"1e{e}"} for e in range(lo, hi + 1)],
-                       "yticks": [{"pos": Y(v), "label": f"{v:g}"} for v in _ticks(ylo, yhi)]})
-    return charts
 
 
 # --------------------------------------------------------------------------- Jinja
@@ -530,109 +362,3 @@ def _band_order(label: str) -> tuple[float, str]:
         return math.inf, label
 
 
-# --------------------------------------------------------------------------- paper tables
-
-TABLE_FORMATS = ("markdown", "latex", "json")
-
-_TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                "<": r"\textless{}", ">": r"\textgreater{}", "\n": " ", "\r": " ",
-                "·": r"\textperiodcentered{}", "—": "---", "–": "--"}
-_MD_SPECIAL = set("\\`*_[]<>|#!{}")
-
-
-def tex_escape(text: str) -> str:
-    """Plain text made safe inside a LaTeX document (no command can be smuggled in)."""
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
-
-
-def md_escape(text: str) -> str:
-    """Plain text made safe inside a Markdown table cell (no markup, links, HTML or cell breaks)."""
-    return "".join(("\\" + ch) if ch in _MD_SPECIAL else (" " if ch in "\r\n" else ch) for ch in text)
-
-
-@lru_cache(maxsize=None)
-def _table_env(fmt: str):
-    """Jinja environment for a paper-table format: `finalize` escapes every printed value for
-    that format, the way autoescape does for HTML; filters that produce markup return Markup."""
-    import jinja2
-    from markupsafe import Markup
-
-    escape = tex_escape if fmt == "latex" else md_escape
-
-    def finalize(v):
-        return v if isinstance(v, Markup) else escape("" if v is None else str(v))
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(paths.reporters() / "tables")),
-                             autoescape=False, undefined=jinja2.StrictUndefined, finalize=finalize,
-                             keep_trailing_newline=True)
-
-    def texsci(n):
-        if n is None:
-            return "--"
-        if n == 0:
-            return Markup("0")
-        mant, _, exp = f"{float(n):.2e}".partition("e")
-        return Markup(f"${mant}\\times10^{{{int(exp)}}}$")
-
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci)
-    return env
-
-
-def table_rows(docs: Sequence[tuple[str, dict]]) -> list[Row]:
-    """Rows for a paper table from (name, report document) pairs, in the given order."""
-    return [row_from_report(doc, id=name) for name, doc in docs]
-
-
-def render_table(rows: Sequence[Row], fmt: str) -> str:
-    """The compute-allocation table a paper should include, as Markdown, LaTeX or JSON: total
-    FLOPs and its split, p, tokens per phase, model size, reward system, accounting convention and
-    every evaluation score."""
-    if fmt not in TABLE_FORMATS:
-        raise RaceError(f"unknown table format {fmt!r}", f"choose one of {', '.join(TABLE_FORMATS)}")
-    keys = all_score_keys(rows)
-    if fmt == "json":
-        return json.dumps({"rows": [table_record(r) for r in rows]}, indent=2, ensure_ascii=False) + "\n"
-    template = "table.tex.j2" if fmt == "latex" else "table.md.j2"
-    conventions = list(dict.fromkeys(f"{r.accounting}, {r.attention} attention" for r in rows))
-    return _table_env(fmt).get_template(template).render(rows=rows, score_keys=keys, version=__version__,
-                                                         conventions=conventions)
-
-
-def table_record(r: Row) -> dict[str, Any]:
-    """One row of the JSON table: exact numbers as the report has them."""
-    return {"run": r.run_name, "run_id": r.run_id, "model": r.model, "params": r.params,
-            "size": r.size_label, "reward_system": r.reward_system, "reward_kind": r.reward_kind,
-            "adapter": r.adapter, "lora_rank": r.lora_rank, "group_size": r.group_size, "steps": r.steps,
-            "flops": r.flops, "shares": r.shares, "update_share": r.update_share, "tokens": r.tokens,
-            "accounting": r.accounting, "attention": r.attention, "budget_band": r.budget_band,
-            "scores": r.scores}
-
-
-def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: bool = True) -> str:
-    """`race report --format markdown|latex|json REPORT...`: the paper table of report files, in
-    the order given. Each report is read strictly and, when `check`, must pass `race validate`
-    (its ledger checked beside it) without error findings: a paper prints only checked numbers."""
-    from ..record.report import read_report
-
-    if fmt not in TABLE_FORMATS:
-        raise RaceError(f"unknown table format {fmt!r}", f"choose one of {', '.join(TABLE_FORMATS)}")
-    if not paths:
-        raise RaceError("no report given", "pass one or more report JSON files")
-    docs = []
-    for p in map(Path, paths):
-        doc = read_report(p, check=False).doc
-        if check:
-            from ..validate import validate_report
-
-            errors = [f for f in validate_report(doc, base_dir=p.parent, file=p.name) if f.severity == "error"]
-            if errors:
-                shown = "; ".join(f"{f.rule_id} at {f.path}: {f.message}" for f in errors[:3])
-                raise RaceError(f"{p} has {len(errors)} error finding(s): {shown}",
-                                f"fix them (race validate {p}) before putting its numbers in a paper")
-        try:
-            docs.append((p.stem, doc))
-            row_from_report(doc, id=p.stem)
-        except (RaceError, KeyError, TypeError, AttributeError):
-            raise RaceError(f"{p} is not a report v1 document", f"check it with race validate {p}") from None
-    return render_table(table_rows(docs), fmt)

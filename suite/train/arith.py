@@ -3,7 +3,7 @@
 A problem starts from a count and applies 2..4 events (gain, loss, optionally doubling or
 tripling). The solution is one step per line, e.g. "5 + 3 = 8", steps separated by a blank
 line ("\\n\\n"), then "\\boxed{n}" — the step layout Qwen2.5-Math-PRM scores, and one a rule can
-check step by step (suite.rewards' dense system, the PRM's training labels).
+check step by step (suite.train.rewards' dense system, the PRM's training labels).
 """
 
 from __future__ import annotations

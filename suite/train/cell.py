@@ -30,7 +30,7 @@ class RewardChoice:
     """The reward system and its constructor options (e.g. model_path for a PRM)."""
 
     system: str
-    """Name in suite.rewards.REWARD_SYSTEMS: sparse, structured, dense, proxy_prm, prm."""
+    """Name in suite.train.rewards.REWARD_SYSTEMS: sparse, structured, dense, proxy_prm, prm."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Keyword options for the reward system's constructor."""
 

@@ -152,7 +152,7 @@ def _self_consistent_labels(steps: list[str], answer) -> list[bool]:
 
 def dense_labels(text: str, answer, solution: str | None) -> list[bool]:
     """Rule labels of a completion's steps: against the gold solution's steps when the dataset
-    has a `solution` column (suite.arith.step_labels), else by arithmetic self-consistency."""
+    has a `solution` column (suite.train.arith.step_labels), else by arithmetic self-consistency."""
     steps = arith.split_steps(text)
     if solution:
         return arith.step_labels(steps, solution, str(answer))

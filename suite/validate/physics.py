@@ -236,13 +236,13 @@ def param_counts(ctx) -> Iterable[Issue]:
         try:
             spec = ModelSpec.from_dict(m["spec"])
         except (RaceError, TypeError) as e:
-            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.modelspec.ModelSpec.to_dict()")
+            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.accounting.modelspec.ModelSpec.to_dict()")
             continue
         for key in ("params_total", "params_non_embedding"):
             want = getattr(spec, key)
             if m[key] != want:
                 yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
-                            "copy the counts from `race flops --json` or suite.modelspec")
+                            "copy the counts from `race flops --json` or suite.accounting.modelspec")
 
 
 @rule("PHYS-007", title="model spec differs from the catalog model it names",

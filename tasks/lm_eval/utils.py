@@ -3,27 +3,27 @@ the YAMLs beside it); it is never installed as a module. All logic lives in the 
 it is importable and tested on its own; this file only names it for the YAMLs."""
 
 from suite.answers import is_correct
-from suite.evaluate import harness as _ev
+from suite.evaluate import targets
 
 
 def load_arith_easy(**metadata):
     """arith-easy-250: tasks/arith/data/arith-easy-250.jsonl (embedded)."""
-    return _ev.target_dataset("arith-easy-250", metadata)
+    return targets.target_dataset("arith-easy-250", metadata)
 
 
 def load_arith_hard(**metadata):
     """arith-hard-250: tasks/arith/data/arith-hard-250.jsonl (embedded)."""
-    return _ev.target_dataset("arith-hard-250", metadata)
+    return targets.target_dataset("arith-hard-250", metadata)
 
 
 def load_gsm8k_250(**metadata):
     """gsm8k-250: the 250 documented GSM8K test rows (ids/gsm8k-250.txt)."""
-    return _ev.target_dataset("gsm8k-250", metadata)
+    return targets.target_dataset("gsm8k-250", metadata)
 
 
 def load_math500_250(**metadata):
     """math500-250: the 250 documented MATH-500 rows (ids/math500-250.txt)."""
-    return _ev.target_dataset("math500-250", metadata)
+    return targets.target_dataset("math500-250", metadata)
 
 
 def doc_to_text(doc):

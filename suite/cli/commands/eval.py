@@ -10,7 +10,8 @@ from suite.errors import RaceError
 
 @command("eval", help="evaluate a run's adapter (or a base model) with lm-eval: pass@1, process judge, native reward")
 def configure(p):
-    from suite.evaluate.harness import BACKENDS, DEFAULT_TARGETS, TARGETS
+    from suite.evaluate.harness import BACKENDS
+    from suite.evaluate.targets import DEFAULT_TARGETS, TARGETS
 
     p.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
                    help="run folder written by `race run` (report.json, adapter/, cell.yaml); the evaluations "
@@ -51,10 +52,11 @@ def configure(p):
 
 
 def run(args) -> int:
-    from suite.evaluate import harness as ev
+    from suite.evaluate import runs
+    from suite.evaluate import targets
 
     for t in args.targets:
-        ev.target(t)  # unknown target: one line before anything loads
+        targets.target(t)  # unknown target: one line before anything loads
     if args.limit is not None and args.limit < 1:
         raise RaceError(f"--limit must be a positive integer, got {args.limit}")
     if bool(args.run_dir) == bool(args.base):
@@ -68,11 +70,11 @@ def run(args) -> int:
     common = dict(targets=args.targets, limit=args.limit, backend=args.backend, judge=args.judge,
                   data_dir=args.data_dir, batch_size=args.batch_size, device=args.device)
     if args.base:
-        doc = ev.evaluate_base(args.base, args.out, native_reward=args.native_reward,
+        doc = runs.evaluate_base(args.base, args.out, native_reward=args.native_reward,
                                native_reward_model=args.native_reward_model, **common)
         rows, where = doc["evaluations"], f"{args.out}/evaluations.json"
     else:
-        rows = ev.evaluate_run(args.run_dir, model=args.model, **common)
+        rows = runs.evaluate_run(args.run_dir, model=args.model, **common)
         where = f"{args.run_dir}/report.json"
     for r in rows:
         err = f" ± {r['stderr']:.3f}" if r.get("stderr") is not None else ""

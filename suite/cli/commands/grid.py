@@ -44,7 +44,7 @@ def grid_eval(g, limit=None, targets=None):
     """The grid's EvalPlan with command-line overrides."""
     from dataclasses import replace
 
-    from suite.evaluate.harness import target
+    from suite.evaluate.targets import target
 
     ev = g.evaluation
     if limit is not None:
@@ -60,6 +60,7 @@ def grid_eval(g, limit=None, targets=None):
 
 def run(args) -> int:
     from suite.analysis import grid
+    from suite.pipeline import gridrun
 
     if args.workers < 1:
         raise RaceError(f"--workers must be >= 1, got {args.workers}")
@@ -84,14 +85,14 @@ def run(args) -> int:
     print(grid.plan_table(planned))
     if args.plan:
         return 0
-    res = grid.run(planned, args.out, ev, workers=args.workers, executor=args.executor, threads=args.threads,
+    res = gridrun.run(planned, args.out, ev, workers=args.workers, executor=args.executor, threads=args.threads,
                    progress=not args.no_progress, grid=g, address=args.address, gpus_per_cell=args.gpus_per_cell)
     print(f"{len(res.ran)} cells run, {len(res.skipped)} already done, {len(res.failed)} failed; "
-          f"plan in {res.out / grid.PLAN_FILE}, runs in {res.out / grid.CELLS_DIR}/")
+          f"plan in {res.out / gridrun.PLAN_FILE}, runs in {res.out / gridrun.CELLS_DIR}/")
     if res.failed:
         for k, why in res.failed.items():
             print(f"  failed {k}: {why}")
         raise RaceError(f"{len(res.failed)} cell(s) failed: {', '.join(res.failed)}",
-                        f"see {res.out / grid.CELLS_DIR}/<cell>/error.txt and log.txt; rerun the same command "
+                        f"see {res.out / gridrun.CELLS_DIR}/<cell>/error.txt and log.txt; rerun the same command "
                         f"to resume (finished cells are skipped)")
     return 0

@@ -27,9 +27,10 @@ def _json(report: dict) -> str:
 
 
 def _table(fmt: str):
-    # The paper table (suite.render) of the one report just built.
+    # The paper table (suite.site.tables) of the one report just built.
     def render(report: dict) -> str:
-        from ...site.render import render_table, row_from_report
+        from ...site.render import row_from_report
+        from ...site.tables import render_table
 
         return render_table([row_from_report(report, id=report["run"]["id"])], fmt)
 
@@ -94,8 +95,8 @@ def run(args) -> int:
     from ...record.runspec import load_run_spec
 
     out = Path(args.output) if args.output else None
-    if args.spec is None:           # report files in: the paper table out (suite.render)
-        from ...site.render import table_from_files
+    if args.spec is None:           # report files in: the paper table out (suite.site.render)
+        from ...site.tables import table_from_files
 
         text = table_from_files(args.ledger, args.format)
         if out:
