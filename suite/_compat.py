@@ -1,8 +1,9 @@
 """Old import paths, kept for the code and documents that still use them.
 
 Before the suite's modules were grouped into layer packages they were flat: `suite.modelspec`
-is now `suite.accounting.modelspec`, and so on (ALIASES). Importing an old name gives a module that hands out the new modules' names; new
-code imports the new paths (docs/architecture.md has the map)."""
+is now `suite.accounting.modelspec`, `suite.grid` is split between planning and running, and so
+on (ALIASES). Importing an old name gives a module that hands out the new modules' names, so no
+file stays at an old path; new code imports the new paths (docs/architecture.md has the map)."""
 
 from __future__ import annotations
 

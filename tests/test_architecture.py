@@ -45,3 +45,25 @@ def test_long_modules_say_why():
                    if len(p.read_text(encoding="utf-8").splitlines()) > 500
                    and not p.read_text(encoding="utf-8").startswith("# Over 500 lines: ")]
     assert unexplained == []
+
+
+def test_old_import_paths_still_work():
+    """Code and docs written against the flat package keep importing what they used."""
+    import suite.accounting.modelspec as modelspec
+    from suite.analysis import grid
+    from suite.grid import plan_grid, run
+    from suite.ledger import LedgerWriter
+    from suite.modelspec import load_spec
+    from suite.pipeline import gridrun
+    from suite.record import ledger, report, runspec
+    from suite.report import RunSpec, build_report
+    from suite.trl_callback import RaceLedger, step_cost_bound
+    from suite.train import trl_callback
+
+    assert load_spec is modelspec.load_spec and LedgerWriter is ledger.LedgerWriter
+    assert (build_report, RunSpec) == (report.build_report, runspec.RunSpec)
+    assert (plan_grid, run) == (grid.plan_grid, gridrun.run)
+    assert (RaceLedger, step_cost_bound) == (trl_callback.RaceLedger, trl_callback.step_cost_bound)
+    from suite.accounting import phase_flops, step_cost_bound as bound     # the package offers flops' names
+
+    assert bound is step_cost_bound and callable(phase_flops)

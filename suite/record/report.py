@@ -277,11 +277,9 @@ def read_report(path: str | os.PathLike, *, check: bool = True, name: str | None
     except OSError as e:
         raise UnreadableReport(name, "io", e.strerror or str(e), "check the path") from None
     report = Report(doc, name, path, data)
-    if check:
-        errs = sorted(schemas.report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-        if errs:
-            first = "; ".join(f"{schemas.json_path(e.absolute_path)}: {e.message}" for e in errs[:3])
-            raise RaceError(f"{name} does not match the report v1 schema: {first}", CHECK_HINT)
+    problems = schemas.report_problems(doc) if check else None
+    if problems:
+        raise RaceError(f"{name} does not match the report v1 schema: {problems}", CHECK_HINT)
     return report
 
 

@@ -95,12 +95,17 @@ def json_path(parts: Iterable) -> str:
     return out
 
 
+def report_problems(doc: Any) -> str | None:
+    """The first (up to three) report v1 schema violations of `doc` as one line, or None."""
+    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3]) if errs else None
+
+
 def check_report(doc: Mapping[str, Any]) -> None:
     """Raise RaceError naming the first schema violations of a report about to be written."""
-    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    if errs:
-        first = "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3])
-        raise RaceError(f"the report would not match the v1 schema: {first}",
+    problems = report_problems(doc)
+    if problems:
+        raise RaceError(f"the report would not match the v1 schema: {problems}",
                         "check the run spec's evaluations and budget (docs/report.md)")
 
 
@@ -237,4 +242,4 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
+           "report_problems", "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
