@@ -84,8 +84,14 @@ def test_bad_values_name_the_field(tmp_path, field, value, needle):
 
 
 def test_missing_required_field_and_file(tmp_path):
-    with pytest.raises(RaceError, match="budget_flops"):
-        cell_from_dict({"policy": str(TOKENIZER), "dataset": str(TRAIN), "reward": "sparse"})
+    with pytest.raises(RaceError, match="'reward'"):
+        cell_from_dict({"policy": str(TOKENIZER), "dataset": str(TRAIN)})
+    # A description of a run needs no budget or data; training does, and says which.
+    described = cell_from_dict({"policy": str(TOKENIZER), "reward": "sparse"})
+    with pytest.raises(RaceError, match="needs `dataset`"):
+        described.needs_to_train()
+    with pytest.raises(RaceError, match="needs `budget_flops`"):
+        described.with_changes(dataset=str(TRAIN)).needs_to_train()
     with pytest.raises(RaceError, match="does not exist"):
         load_cell(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"

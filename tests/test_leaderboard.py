@@ -155,13 +155,33 @@ def example(tmp_path):
     return src / name, doc, subs
 
 
+def stored(doc: dict) -> dict:
+    """A report as `race submit` stores it: its ledger path pointing at the ledger's own name."""
+    return {**doc, "ledger": {**doc["ledger"], "path": lb.stored_ledger_name(doc)}}
+
+
 def test_submit_stores_the_report_and_its_ledger(example):
     report, doc, subs = example
     done = lb.submit(report, subs)
-    assert done.path == subs / f"{lb.submission_id(doc)}.json"
-    assert done.path.read_bytes() == report.read_bytes()          # the author's bytes, untouched
-    assert done.ledger == (subs / doc["ledger"]["path"]).resolve()
+    assert done.path == subs / f"{lb.submission_id(stored(doc))}.json"
+    assert json.loads(done.path.read_text()) == stored(doc)       # only ledger.path changed
+    assert done.ledger == subs / f"ledger-{doc['ledger']['sha256'][:16]}.jsonl"
     assert done.ledger.read_bytes() == (report.parent / doc["ledger"]["path"]).read_bytes()
+    assert not lb.errors_of(lb.validate(json.loads(done.path.read_text()), base_dir=subs))
+
+
+def test_runs_whose_ledgers_share_a_name_submit_into_one_folder(tmp_path):
+    """Every suite-made run names its ledger ledger.jsonl: each is stored under its own name."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for i, (name, doc) in enumerate(valid_examples()):
+        run = tmp_path / f"run-{i}"
+        run.mkdir()
+        (run / "ledger.jsonl").write_bytes((EXAMPLES / doc["ledger"]["path"]).read_bytes())
+        (run / "report.json").write_text(json.dumps({**doc, "ledger": {**doc["ledger"], "path": "ledger.jsonl"}}))
+        assert race(["submit", str(run / "report.json"), "--submissions", str(subs)]) == 0
+    assert len(list(subs.glob("ledger-*.jsonl"))) == len(list(subs.glob("*.json"))) == len(valid_examples()) >= 2
+    assert lb.build(subs, tmp_path / "site")["listed"] == len(valid_examples())
 
 
 def test_duplicates_are_refused_whatever_their_name(example, tmp_path):
@@ -178,7 +198,7 @@ def test_duplicates_are_refused_whatever_their_name(example, tmp_path):
         copy = report.parent / "again.json"
         copy.write_text(json.dumps(variant(doc, 1)))
         lb.submit(copy, subs)
-    assert sorted(p.name for p in subs.glob("*.json")) == sorted(["by-pr.json", f"{lb.submission_id(doc)}.json"])
+    assert sorted(p.name for p in subs.glob("*.json")) == sorted(["by-pr.json", f"{lb.submission_id(stored(doc))}.json"])
 
 
 def test_error_findings_refuse_the_submission_and_name_them(example, tmp_path, capsys):
@@ -200,7 +220,7 @@ def test_error_findings_refuse_the_submission_and_name_them(example, tmp_path, c
 def test_cli_exit_codes(example, tmp_path, capsys):
     report, doc, subs = example
     assert race(["submit", str(report), "--submissions", str(subs)]) == 0
-    assert lb.submission_id(doc) in capsys.readouterr().out
+    assert lb.submission_id(stored(doc)) in capsys.readouterr().out
     assert race(["submit", str(report), "--submissions", str(subs)]) == 1
     junk = tmp_path / "junk.json"
     junk.write_text("{\"a\": 1} trailing")
@@ -210,10 +230,10 @@ def test_cli_exit_codes(example, tmp_path, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_a_ledger_path_taken_by_another_ledger_is_refused(example):
+def test_a_damaged_stored_ledger_is_refused(example):
     report, doc, subs = example
-    (subs / doc["ledger"]["path"]).write_text("someone else's ledger\n")
-    with pytest.raises(lb.SubmissionRefused, match="taken"):
+    (subs / lb.stored_ledger_name(doc)).write_text("not the ledger its name says\n")
+    with pytest.raises(lb.SubmissionRefused, match="other bytes"):
         lb.submit(report, subs)
     assert not list(subs.glob("*.json"))
 
@@ -235,7 +255,7 @@ def test_concurrent_submits_of_one_report(example):
     with mp.get_context("fork").Pool(6) as pool:
         results = pool.map(_submit_in_process, [(str(report), str(subs), start)] * 6)
     assert sorted(results) == ["duplicate"] * 5 + ["ok"]
-    assert [p.name for p in subs.glob("*.json")] == [f"{lb.submission_id(doc)}.json"]
+    assert [p.name for p in subs.glob("*.json")] == [f"{lb.submission_id(stored(doc))}.json"]
     assert not [p for p in subs.rglob("*") if p.name.endswith(".tmp")]
 
 
@@ -257,7 +277,7 @@ def test_build_lists_the_valid_and_names_what_it_skipped(example, tmp_path, caps
     assert "skipped inconsistent.json" in captured.err and "skipped truncated.json" in captured.err
     index = (site / "index.html").read_text()
     assert "Skipped files (3)" in index and "inconsistent.json" in index and "truncated.json" in index
-    page = (site / "s" / f"{lb.submission_id(doc)}.html").read_text()
+    page = (site / "s" / f"{lb.submission_id(stored(doc))}.html").read_text()
     assert "<polygon" in page and f"{doc['totals']['steps']} optimizer steps" in page
     assert str(tmp_path) not in index and str(tmp_path) not in page
 
@@ -269,9 +289,9 @@ def test_rebuild_reuses_findings_only_for_unchanged_bytes(example, tmp_path):
     assert lb.build(subs, site)["listed"] == 1
     cache = json.loads((site / lb.CACHE_FILE).read_text())
     assert cache["fingerprint"] == lb.validator_fingerprint()
-    assert list(cache["findings"]) == [f"{lb.submission_id(doc)}:{doc['ledger']['sha256']}"]
+    assert list(cache["findings"]) == [f"{lb.submission_id(stored(doc))}:{doc['ledger']['sha256']}"]
     # The ledger is swapped for other bytes: the cached verdict must not be reused.
-    ledger = subs / doc["ledger"]["path"]
+    ledger = subs / lb.stored_ledger_name(doc)
     ledger.write_bytes(ledger.read_bytes() + b"\n")
     again = lb.build(subs, site)
     assert again["listed"] == 0 and "sha256" in again["skipped_files"][0][1]

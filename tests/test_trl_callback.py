@@ -75,14 +75,15 @@ def test_budget_stop_never_overspends(tmp_path, policy):
     assert total + ledger.next_step_bound > ledger.budget  # it stopped because the next step might not fit
 
 
-def test_attach_needs_a_callable_reward(tmp_path, policy):
+def test_attach_refuses_a_trainer_whose_generations_it_cannot_see(tmp_path, policy):
     from suite.train.trl_callback import RaceLedger
 
-    class Trainer:  # the part of GRPOTrainer attach() touches
+    class Trainer:  # the part of GRPOTrainer attach() touches, without TRL's reward step
         reward_funcs = [torch.nn.Linear(2, 1)]
 
-    with pytest.raises(RaceError, match="Python reward function"):
+    with pytest.raises(RaceError, match="cannot observe this trainer's generations") as e:
         RaceLedger(tmp_path).attach(Trainer())
+    assert "Python reward function" in e.value.hint
 
 
 def test_docs_example_runs(tmp_path, monkeypatch):
@@ -100,6 +101,8 @@ def test_docs_example_runs(tmp_path, monkeypatch):
     ledger = scope["ledger"]
     recs = read_ledger(tmp_path / "runs" / "example" / "ledger.jsonl").records
     assert ledger.steps == len(recs) == 4
+    # The adapter is saved where race eval looks for it.
+    assert (tmp_path / "runs" / "example" / "adapter" / "adapter_config.json").is_file()
     from suite.cli import main
 
     assert main(["validate", str(tmp_path / "runs" / "example" / "report.json")]) == 0
@@ -160,3 +163,117 @@ def test_model_reward_is_charged_by_its_own_forward(tmp_path, policy):
     assert abs(total / counter.get_total_flops() - 1) < 0.02
     report = json.loads(ledger.write_report().read_text())
     assert report["reward"]["kind"] == "prm" and report["totals"]["flops"]["reward"] > 0
+
+
+# ---- reward models TRL runs itself (reward_funcs=[model]) ---------------------------------------
+
+
+def _reward_model(folder, seed=1):
+    """A tiny Qwen2 sequence classifier (num_labels 1) with the shipped tokenizer, saved to `folder`."""
+    import shutil
+
+    from tiny_policy import TOKENIZER
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForSequenceClassification
+
+    folder.mkdir(parents=True)
+    for f in TOKENIZER.iterdir():
+        shutil.copy(f, folder / f.name)
+    tok = AutoTokenizer.from_pretrained(folder)
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                      num_key_value_heads=1, intermediate_size=128, num_labels=1, pad_token_id=tok.pad_token_id,
+                      tie_word_embeddings=False)
+    torch.manual_seed(seed)
+    Qwen2ForSequenceClassification(cfg).save_pretrained(folder)
+    return folder, tok
+
+
+def _grpo(tmp_path, policy, reward_funcs, reward_processing_classes=None, steps=2):
+    from datasets import Dataset
+    from peft import LoraConfig
+    from tiny_policy import TRAIN
+    from trl import GRPOConfig, GRPOTrainer
+
+    torch.set_num_threads(1)
+    rows = [json.loads(line) for line in open(TRAIN)][:16]
+    data = Dataset.from_list([{"prompt": [{"role": "user", "content": r["question"]}]} for r in rows])
+    args = GRPOConfig(output_dir=str(tmp_path / "trainer"), use_cpu=True, bf16=False, num_generations=2,
+                      per_device_train_batch_size=4, max_completion_length=12, max_steps=steps, logging_steps=1,
+                      report_to=[], save_strategy="no", disable_tqdm=True)
+    return GRPOTrainer(model=str(policy), reward_funcs=reward_funcs, reward_processing_classes=reward_processing_classes,
+                       args=args, train_dataset=data, peft_config=LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+
+
+def test_a_reward_model_alone_is_charged_its_forward_over_the_tokens_it_scored(tmp_path, policy):
+    """TRL's ordinary way: reward_funcs=[model] with reward_processing_classes. The ledger's reward
+    FLOPs equal FlopCounterMode over the batches the model really ran (eager attention, the full
+    convention), are within 10% of 2·N·T plus attention, and the report names the model."""
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import Qwen2ForSequenceClassification
+
+    from suite.cli import main
+    from suite.train.trl_callback import RaceLedger
+
+    rm_dir, tok = _reward_model(tmp_path / "tiny-orm")
+    rm = Qwen2ForSequenceClassification.from_pretrained(rm_dir, attn_implementation="eager")
+    trainer = _grpo(tmp_path, policy, [rm], [tok])
+    ledger = RaceLedger(tmp_path / "run", attention="full").attach(trainer)
+    seen = []               # what the reward model ran over, seen by a hook of the test's own
+    rm.register_forward_hook(lambda m, a, kw, o: seen.append((kw["input_ids"].clone(),
+                                                              kw["attention_mask"].clone())), with_kwargs=True)
+    trainer.train()
+    batches = list(seen)            # (the re-run below calls the hook again)
+    recs = read_ledger(ledger.ledger_path).records
+    charged = sum(r["flops"]["reward"] for r in recs)
+    assert len(batches) == len(recs) == 2 and charged > 0
+    counted = FlopCounterMode(display=False)
+    with counted, torch.no_grad():
+        for ids, mask in batches:
+            rm(input_ids=ids, attention_mask=mask)
+    assert charged == counted.get_total_flops()
+    # 2·N·T + attention, from the model's own parameters and the batch shapes (T: every position it ran).
+    n = sum(p.numel() for name, p in rm.named_parameters() if "embed_tokens" not in name)
+    cfg = rm.config
+    head = cfg.hidden_size // cfg.num_attention_heads
+    rough = sum(2 * n * ids.numel() + 4 * cfg.num_hidden_layers * cfg.num_attention_heads * head * ids.shape[0]
+                * ids.shape[1] ** 2 for ids, _ in batches)
+    assert abs(charged / rough - 1) < 0.10, (charged, rough)
+    # Real tokens scored (padding excluded) are the reward token count.
+    assert sum(r["tokens"]["reward"] for r in recs) == sum(int(m.sum()) for _, m in batches)
+    report = json.loads(ledger.write_report().read_text())
+    assert report["reward"]["kind"] == "orm" and report["reward"]["model"]["name"] == "tiny-orm"
+    assert report["totals"]["flops"]["reward"] == charged
+    assert report["provenance"] == {"method": "measured", "recorder": "race RaceLedger (TRL callback)", "steps": 2}
+    assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
+
+
+def test_a_reward_model_named_by_id_is_charged_too(tmp_path, policy):
+    """reward_funcs=["<model id or folder>"]: TRL loads the classifier itself; still charged."""
+    from suite.train.trl_callback import RaceLedger
+
+    rm_dir, _ = _reward_model(tmp_path / "orm-by-id")
+    trainer = _grpo(tmp_path, policy, [str(rm_dir)], steps=1)
+    ledger = RaceLedger(tmp_path / "run").attach(trainer)
+    trainer.train()
+    recs = read_ledger(ledger.ledger_path).records
+    assert recs and all(r["flops"]["reward"] > 0 for r in recs)
+    report = json.loads(ledger.write_report().read_text())
+    assert report["reward"]["model"]["name"] == "orm-by-id" and report["reward"]["kind"] == "orm"
+
+
+def test_a_reward_model_that_cannot_be_priced_is_refused_by_name(tmp_path, policy):
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    from suite.train.trl_callback import RaceLedger
+
+    gpt2 = GPT2ForSequenceClassification(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, num_labels=1))
+
+    class Trainer:  # the part of GRPOTrainer attach() touches
+        reward_funcs = [gpt2]
+        reward_func_names = ["judge-gpt2"]
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            return []
+
+    with pytest.raises(RaceError, match="cannot price reward model 'judge-gpt2'") as e:
+        RaceLedger(tmp_path).attach(Trainer())
+    assert "gpt2" in e.value.message and "never counted as 0" in e.value.hint

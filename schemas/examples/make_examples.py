@@ -7,7 +7,10 @@ Qwen2.5-1.5B-Instruct with a LoRA (rank 64 on every projection), GRPO with K = 2
 per prompt and up to 2,048 completion tokens, TRL engine profile, (a) the sparse rule reward
 and (b) Qwen2.5-Math-PRM-7B feedback. Per-step token lengths are drawn with a fixed seed and
 priced by suite.accounting (work_from_lengths + phase_flops), exactly as a run's ledger
-callback would. Evaluation values are illustrative, not the paper's results.
+callback would. Evaluation values are illustrative, not the paper's results. Beside them: the
+same setup as an author with only its setup table would report it (`race report --estimate`:
+provenance estimated, no ledger, with the hardware cross-check), and the sparse report as
+version 1.0 wrote it (no provenance), which stays valid.
 
 invalid/: each document breaks one invariant; `<name>.expect` lists exactly the rule IDs it
 triggers, the invariant's own and its consequences (one per line); tests/test_validate_examples.py
@@ -31,7 +34,8 @@ from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_wor
 from suite.record.ledger import LedgerWriter  # noqa: E402
 from suite.accounting.modelspec import load_spec  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
-from suite.record.report import build_report, totals_from  # noqa: E402
+from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
+from suite.train.cell import cell_from_dict  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16
@@ -102,7 +106,8 @@ def make_valid() -> dict[str, dict]:
         spec = paper_spec(reward)
         ledger = out / f"paper-qwen1.5b-lora64-{reward}.ledger.jsonl"
         write_ledger(ledger, spec, seed=1 if reward == "sparse" else 2)
-        doc = build_report(ledger, spec, report_dir=out, created=CREATED)
+        doc = build_report(ledger, spec, report_dir=out, created=CREATED, provenance=Provenance(
+            "measured", recorder="schemas/examples/make_examples.py (seeded per-step lengths)", steps=STEPS))
         total = doc["totals"]["flops"]["total"]
         doc["budget"] = {"flops": band_around(total)["high"] // 11 * 10, "band": band_around(total)}
         doc["run"]["notes"] = ("Transcribed from the source paper's published setup (Polaris-53K prompts, K=2, up to "
@@ -110,7 +115,28 @@ def make_valid() -> dict[str, dict]:
                                "Evaluation values are illustrative, not the paper's results.")
         write_json_atomic(out / f"paper-qwen1.5b-lora64-{reward}.json", doc)
         docs[reward] = doc
+    old = copy.deepcopy(docs["sparse"])          # what version 1.0 wrote: no provenance
+    old["schema_version"] = "1.0"
+    del old["provenance"]
+    write_json_atomic(out / "v1.0-paper-qwen1.5b-lora64-sparse.json", old)
+    docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
+                                      cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED)
+    write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
     return docs
+
+
+# A paper's setup table as a cell (docs/paper-report.md walks an author through one like it).
+ESTIMATE = {
+    "name": "paper-qwen2.5-1.5b-lora64-k2-sparse-estimate", "label": "Qwen2.5-1.5B-Instruct, LoRA r=64, K=2 (setup table)",
+    "policy": "Qwen2.5-1.5B-Instruct", "reward": {"system": "sparse", "kind": "rule"},
+    "lora_rank": 64, "lora_alpha": 128, "K": 2, "prompts_per_step": 64, "max_completion_tokens": 2048, "mu": 1,
+    "beta": 0.0, "engine": {"name": "trl", "version": "1.16.0", "profile": "trl"},
+    "steps": 200, "mean_prompt_tokens": 212, "mean_completion_tokens": 655,
+    "hardware": {"accelerator": "NVIDIA H100 SXM", "count": 8, "dtype": "bf16", "peak_flops": 9.89e14,
+                 "wall_seconds": 300},
+    "notes": "Estimated from the setup table (mean lengths, step count), not measured per step.",
+    "evaluations": [{"target": "gsm8k-250", "metric": "pass@1", "value": 0.712, "n": 250}],
+}
 
 
 # ------------------------------------------------------------------------------------ invalid
@@ -129,7 +155,8 @@ def invalid_cases(valid: dict[str, dict]):
 
     def mut(src, fn):
         d = copy.deepcopy(src)
-        d["ledger"]["path"] = "base.ledger.jsonl" if src is sparse else "prm.ledger.jsonl"
+        if "ledger" in d:
+            d["ledger"]["path"] = "base.ledger.jsonl" if src is sparse else "prm.ledger.jsonl"
         fn(d)
         return d
 
@@ -221,11 +248,29 @@ def invalid_cases(valid: dict[str, dict]):
     yield "deep-nesting", b"[" * 100_000 + b"]" * 100_000, ["INPUT-007"]
     yield "non-utf8", b'{"schema_version": "1.0", "run": {"id": "\xff\xfe"}}', ["INPUT-003"]
     yield "top-level-array", b"[]", ["SCHEMA-001"]
+    yield "shares-as-percent", mut(sparse, setp(("totals", "shares", "rollout"), 61.1)), ["SCHEMA-002"]
+    yield "no-provenance", mut(sparse, lambda d: d.pop("provenance")), ["SCHEMA-002"]
+    yield "estimate-with-steps-missing", mut(valid["estimate"], lambda d: d["provenance"].pop("steps")), ["SCHEMA-002"]
+
+    # The hardware cross-check: the claimed FLOPs against what the accelerators deliver at peak.
+    est = valid["estimate"]
+    hw = est["hardware"]
+    need = est["totals"]["flops"]["total"] / hw["peak_flops"] / hw["count"]    # wall seconds at 100% of peak
+    yield "utilization-over-1", mut(est, setp(("hardware", "wall_seconds"), round(need / 3, 1))), ["PHYS-009"]
+    yield "utilization-high", mut(est, setp(("hardware", "wall_seconds"), round(need / 0.8, 1))), ["PLAUS-005"]
+    yield "accelerator-hours", mut(est, setp(("hardware", "accelerator_hours"), 1.0)), ["ARITH-009"]
+
     # Ledger problems (the report is rebuilt over its own broken ledger).
     lines = base_ledger.splitlines(keepends=True)
     yield "dup-step", None, ["ARITH-005"], b"".join(lines[:5] + [lines[4]] + lines[5:])
     yield "torn-tail", None, ["LEDGER-001"], base_ledger + lines[5][: len(lines[5]) // 2]
     yield "bad-line", None, ["LEDGER-002"], b"".join(lines[:3] + [b'{"step": "four"}\n'] + lines[3:])
+    # Provenance: what a measured ledger must be.
+    yield "empty-ledger", None, ["PROV-001"], b""
+    yield "fewer-records-than-steps", None, ["PROV-002"], lines[0]
+    first = json.loads(lines[0])
+    same = b"".join(json.dumps({**first, "step": i + 1}).encode() + b"\n" for i in range(len(lines)))
+    yield "identical-records", None, ["PROV-003"], same
 
 
 def make_invalid(valid: dict[str, dict]) -> None:
@@ -245,7 +290,9 @@ def make_invalid(valid: dict[str, dict]) -> None:
             doc = copy.deepcopy(valid["sparse"])
             doc["totals"] = totals_from(s.flops, s.tokens, s.work, s.records, s.seconds)
             doc["ledger"] = {"path": ledger.name, "sha256": s.sha256, "records": s.records}
-            doc["budget"]["band"] = None
+            doc["budget"] = {"flops": None, "band": None}
+            if name != "fewer-records-than-steps":      # the others declare what their ledger holds
+                doc["provenance"]["steps"] = s.records
         if isinstance(doc, bytes):
             (out / f"{name}.json").write_bytes(doc)
         else:
@@ -258,5 +305,9 @@ if __name__ == "__main__":
     make_invalid(v)
     for r, d in v.items():
         t = d["totals"]
+        if "hardware" in d:
+            from suite.record.runspec import Hardware
+
+            print(f"{r}: implied utilization {Hardware(**d['hardware']).utilization(t['flops']['total']):.3f}")
         print(f"{r}: total {t['flops']['total']:.3e} FLOPs, rollout {t['shares']['rollout']:.3f}, "
               f"update p {t['update_share']:.3f}, reward {t['shares']['reward']:.3f}")

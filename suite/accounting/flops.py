@@ -341,8 +341,9 @@ def _tri(n):
 
 
 def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
-                reward: list | None, iterations: int, generation: bool) -> dict:
-    """The work of one generation batch (generation=True) plus `iterations` training passes."""
+                reward: list | None, iterations: int, generation: bool, reward_widths: list | None = None) -> dict:
+    """The work of one generation batch (generation=True) plus `iterations` training passes.
+    reward_widths: the padded width of each sequence the reward model ran over (None: unpadded)."""
     w = dict.fromkeys(WORK_KEYS, 0)
     n = len(completions)
     k = settings.group_size
@@ -382,10 +383,11 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
         w["count.rollout_prompt"] = sum(prompts if prof.prefill_per_completion else pre)
         w["count.rollout_completion"] = sum(completions)
         if reward:
-            w["reward.tokens"] = sum(reward)
-            w["reward.attn_causal"] = sum(_tri(r) for r in reward)
-            w["reward.attn_full"] = sum(r * r for r in reward)
-            w["reward.heads"] = sum(reward)
+            run = reward_widths or reward      # what the forward ran over; the count is real tokens
+            w["reward.tokens"] = sum(run)
+            w["reward.attn_causal"] = sum(_tri(r) for r in run)
+            w["reward.attn_full"] = sum(r * r for r in run)
+            w["reward.heads"] = sum(run)       # score heads project every position, padding included
             w["count.reward"] = sum(reward)
     return {key: int(round(v)) for key, v in w.items()}
 
@@ -393,13 +395,17 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
 def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequence[int],
                       settings: GRPOSettings, engine: str = "trl",
                       reward_lengths: Sequence[int] | None = None, *,
-                      iterations: int | None = None, generation: bool = True) -> dict:
+                      iterations: int | None = None, generation: bool = True,
+                      reward_widths: Sequence[int] | None = None) -> dict:
     """Exact work of one GRPO generation batch from real token lengths.
 
     prompt_lengths: one entry per completion (K per prompt, consecutive), or one per prompt
     (then repeated K times). completion_lengths: generated tokens of each completion, EOS
     included, as the engine returned them. reward_lengths: lengths of the sequences a reward
-    model scored, in its own tokenizer; None for rule rewards.
+    model scored, in its own tokenizer; None for rule rewards. reward_widths: where the reward
+    model ran over a padded batch (TRL's model rewards: right-padded to the longest sequence),
+    the padded width of each of those sequences: FLOPs follow the widths, the reward token
+    count the lengths.
 
     By default the batch's whole life is counted: rollout, reward, old-policy and reference
     passes, and settings.num_iterations training passes. A ledger that records TRL's mu
@@ -423,13 +429,17 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     if longest > settings.max_completion_tokens:
         raise RaceError(f"a completion has {longest} tokens, more than max_completion_tokens="
                         f"{settings.max_completion_tokens}", "raise max_completion_tokens or check the lengths")
-    reward = None
+    reward = widths = None
     if reward_lengths is not None:
         reward = _check_lengths(list(reward_lengths), "reward_lengths")
+    if reward_widths is not None:
+        widths = _check_lengths(list(reward_widths), "reward_widths")
+        if reward is None or len(widths) != len(reward) or any(w < r for w, r in zip(widths, reward)):
+            raise RaceError("reward_widths must give one padded width >= its length per reward_lengths entry")
     its = settings.num_iterations if iterations is None else iterations
     if isinstance(its, bool) or not isinstance(its, int) or its < 0:
         raise RaceError(f"iterations must be a non-negative integer, got {its!r}")
-    return _build_work(prompts, comps, settings, prof, reward, its, generation)
+    return _build_work(prompts, comps, settings, prof, reward, its, generation, widths)
 
 
 def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GRPOSettings,

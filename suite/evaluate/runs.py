@@ -34,10 +34,12 @@ def _resolve_model(value: str | None, run_dir: Path) -> Path | None:
     return None
 
 
-def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
+def run_models(run_dir: Path, native_reward: str | None = None,
+               native_reward_model: str | None = None) -> tuple[Path, str | None, str | None]:
     """(base model folder, reward system, reward model folder or None) of a run folder: from
     its cell.yaml (suite.train.cell: policy, reward system and model_path), else from report.json
-    (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names."""
+    (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names.
+    `native_reward` (and its model) replaces the run's own reward system."""
     from ..record.report import read_report
 
     report = read_report(run_dir / "report.json", check=False)
@@ -53,8 +55,17 @@ def run_models(run_dir: Path) -> tuple[Path, str | None, str | None]:
 
             reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
     policy = policy or report.model
+    if native_reward:
+        system, reward_model = native_reward, native_reward_model
     system = system or report.reward_system
-    reward_model = reward_model or (report.reward_model if report.reward_kind != "rule" else None)
+    reward_model = reward_model or (report.reward_model if report.reward_kind != "rule" and not native_reward
+                                    else None)
+    from ..train.rewards import REWARD_SYSTEMS
+
+    if system not in REWARD_SYSTEMS:
+        raise RaceError(f"run {run_dir} was trained with reward {system!r}, which the suite cannot rerun as its "
+                        "native_reward", f"pass --native-reward NAME ({', '.join(sorted(REWARD_SYSTEMS))}) to score "
+                                         "with one of the suite's reward systems")
     base = _resolve_model(policy, run_dir)
     if base is None:
         raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
@@ -77,10 +88,12 @@ def _check_valid(doc: dict, path: Path) -> None:
 
 def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None = None, backend: str = "hf", *,
                  model: str | None = None, judge: str | None = None, data_dir: str | None = None,
-                 batch_size: int = 64, device: str = "cpu") -> list[dict]:
+                 batch_size: int = 64, device: str = "cpu", native_reward: str | None = None,
+                 native_reward_model: str | None = None) -> list[dict]:
     """Evaluate RUN_DIR/adapter on `targets` with all three metrics, keep lm-eval's per-sample
     logs in RUN_DIR/eval/, and write the rows into RUN_DIR/report.json atomically (rows for the
-    same target and metric are replaced; the report stays valid). Returns the new rows."""
+    same target and metric are replaced; the report stays valid). `native_reward` overrides the
+    run's own reward system. Returns the new rows."""
     from ..record.report import update_report
 
     run_dir = Path(run_dir)
@@ -91,8 +104,9 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
     full = not (adapter / "adapter_config.json").is_file() and (adapter / "config.json").is_file()
     if not full and not (adapter / "adapter_config.json").is_file():
         raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
-                        "the run saves its adapter at the end; was it finished?")
-    base, system, reward_model = run_models(run_dir)
+                        "race run and RaceLedger save it to RUN_DIR/adapter when training ends; a run that stopped "
+                        "before (a crash, a kill) has none: resume it (race run --resume RUN_DIR)")
+    base, system, reward_model = run_models(run_dir, native_reward, native_reward_model)
     base = Path(model) if model else base
     if full:  # LoRA rank 0: the run saved the fully fine-tuned model itself
         base, adapter = adapter, None

@@ -253,28 +253,21 @@ class ImportResult:
     comparison: Comparison
 
 
-def _reward_spec(cell: "CellSpec"):
-    from ..record.runspec import RewardSpec
-    from ..train.rewards import REWARD_SYSTEMS, default_model_path
-
-    cls = REWARD_SYSTEMS[cell.reward.system]
-    if getattr(cls, "kind", "rule") == "rule":
-        return RewardSpec(system=cell.reward.system, kind="rule", model=None)
-    path = cell.reward.options.get("model_path") or default_model_path(getattr(cls, "default_model", "prm"))
-    return RewardSpec(system=cell.reward.system, kind="prm", model=str(path))
-
-
 def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine: str, engine_version: str,
-                 engine_profile: str, notes: str, force: bool = False,
+                 engine_profile: str, notes: str, source: dict, force: bool = False,
                  peak_tflops: float = DEFAULT_PEAK_TFLOPS) -> ImportResult:
     """Write ledger.jsonl, report.json and comparison.json for `steps` of `cell` into `out`.
-    FLOPs come from suite.accounting under `engine_profile`; nothing is estimated here."""
+    FLOPs come from suite.accounting under `engine_profile`; the report's provenance is
+    `imported` from `source` ({engine, file, fields}), with the last logged step as the steps
+    the run took."""
+    from dataclasses import replace
+
     from .. import accounting as acc
     from ..record.ledger import LedgerWriter
     from ..accounting.modelspec import load_spec
     from ..atomic import write_json_atomic
-    from ..record.report import build_report, write_report
-    from ..record.runspec import Budget, EngineSpec, RunSpec
+    from ..record.report import Provenance, build_report, write_report
+    from ..record.runspec import EngineSpec
 
     out = Path(out)
     ledger_path, report_path, cmp_path = out / "ledger.jsonl", out / "report.json", out / "comparison.json"
@@ -283,10 +276,11 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     out.mkdir(parents=True, exist_ok=True)
     ledger_path.unlink(missing_ok=True)
 
-    policy = load_spec(cell.policy)
-    adapter, settings = cell.adapter(), cell.settings()
-    reward = _reward_spec(cell)
-    reward_model = load_spec(reward.model) if reward.model else None
+    spec = replace(cell.run_spec(engine_profile), engine=EngineSpec(name=engine, version=engine_version),
+                   label=cell.label or cell.name, notes=notes)
+    policy = load_spec(spec.policy)
+    adapter, settings = spec.adapter, spec.grpo
+    reward_model = load_spec(spec.reward.model) if spec.reward.model else None
     expected = settings.prompts_per_step * settings.group_size
     cmp = Comparison(ours=dict.fromkeys(("rollout", "update", "update_train", "update_recompute",
                                          "update_logprob", "reward"), 0))
@@ -328,11 +322,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
         cmp.verl_estimator_update, cmp.verl_mfu_update = verl_est, mfu_flops
         cmp.peak_flops = peak_tflops * 1e12
 
-    spec = RunSpec(policy=cell.policy, adapter=adapter, grpo=settings, reward=reward,
-                   engine=EngineSpec(name=engine, version=engine_version), engine_profile=engine_profile,
-                   attention=cell.attention, budget=Budget(flops=cell.budget_flops),
-                   label=cell.label or cell.name, seed=cell.seed, id=cell.name)
-    doc = build_report(ledger_path, spec, report_dir=out, notes=notes)
+    doc = build_report(ledger_path, spec, report_dir=out, provenance=Provenance(
+        "imported", recorder=f"race import {engine}", steps=steps[-1].step, source=source))
     write_report(report_path, doc)
     write_json_atomic(cmp_path, cmp.to_dict())
     return ImportResult(ledger_path, report_path, cmp_path, doc, cmp)
@@ -345,8 +336,9 @@ def import_verl(metrics: str | Path, cell: "CellSpec", out: str | Path, *, engin
     notes = (f"Imported from verl's file logger ({Path(metrics).name}) by race import verl: per-step mean prompt "
              "and response lengths priced by suite.accounting (profile verl); attention work assumes every "
              "sequence has the mean length.")
+    source = {"engine": "verl", "file": Path(metrics).name, "fields": list(VERL_NEEDED)}
     return import_steps(steps, cell, out, engine="verl", engine_version=engine_version, engine_profile="verl",
-                        notes=notes, force=force, peak_tflops=peak_tflops)
+                        notes=notes, source=source, force=force, peak_tflops=peak_tflops)
 
 
 def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_version: str | None = None,
@@ -363,5 +355,7 @@ def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_v
     notes = (f"Imported from TRL's trainer_state.json log_history by race import trl: mean lengths per logging "
              f"step priced by suite.accounting (profile {engine_profile}); padding to the longest sequence is not "
              "in the log, so padded positions are not counted.")
+    source = {"engine": "trl", "file": Path(state).name if Path(state).is_file() else "trainer_state.json",
+              "fields": list(TRL_NEEDED)}
     return import_steps(steps, cell, out, engine="trl", engine_version=engine_version,
-                        engine_profile=engine_profile, notes=notes, force=force)
+                        engine_profile=engine_profile, notes=notes, source=source, force=force)

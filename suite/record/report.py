@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -28,7 +28,7 @@ from ..atomic import write_json_atomic
 from ..errors import RaceError
 from . import schemas
 from .ledger import utc_now
-from .runspec import RunSpec
+from .runspec import Hardware, RunSpec
 
 if TYPE_CHECKING:  # accounting's types; imported lazily at run time
     from ..accounting.modelspec import ModelSpec
@@ -230,9 +230,54 @@ class Report:
         return int(self.number("low", band)), int(self.number("high", band))
 
     @property
-    def ledger(self) -> dict:
-        """The ledger section: path (relative to the report), sha256, records."""
+    def ledger(self) -> dict | None:
+        """The ledger section: path (relative to the report), sha256, records; None for an
+        estimate, which has no ledger."""
+        if "ledger" not in self.doc and self.provenance_method == "estimated":
+            return None
         return self.get("ledger")
+
+    # ---- how it was obtained ------------------------------------------------------------------
+
+    @property
+    def provenance(self) -> dict:
+        """The provenance section; {} for a version 1.0 report, which has none."""
+        return self._section("provenance")
+
+    @property
+    def provenance_method(self) -> str | None:
+        """provenance.method (measured, imported, estimated); None when the report does not say."""
+        m = self.provenance.get("method")
+        return m if isinstance(m, str) else None
+
+    @property
+    def declared_steps(self) -> int:
+        """Optimizer steps the run took: provenance.steps when stated, else totals.steps."""
+        s = self.provenance.get("steps")
+        return s if isinstance(s, int) and not isinstance(s, bool) else self.steps
+
+    @property
+    def reference_cell(self) -> str | None:
+        """provenance.reference_cell: the suite reference cell the run was made from, if any."""
+        c = self.provenance.get("reference_cell")
+        return c if isinstance(c, str) else None
+
+    @property
+    def hardware(self) -> Hardware | None:
+        """The hardware section, None when absent."""
+        h = self.doc.get("hardware")
+        if not isinstance(h, dict):
+            return None
+        try:
+            return Hardware(**h)
+        except TypeError:
+            raise RaceError(f"{self.name}: hardware section is malformed", CHECK_HINT) from None
+
+    @property
+    def notes(self) -> str:
+        """run.notes, "" when absent."""
+        n = self._section("run").get("notes")
+        return n.strip() if isinstance(n, str) else ""
 
     # ---- how it scored ------------------------------------------------------------------------
 
@@ -331,19 +376,107 @@ def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mappi
     return out
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """How a report's numbers were obtained: the report's `provenance` section (docs/report.md,
+    "Provenance"); the validator's PROV rules hold each method to what it implies."""
+
+    method: str
+    """measured (a live per-step ledger), imported (rebuilt from an engine's log of per-step
+    means) or estimated (totals from mean lengths and a step count; no ledger)."""
+    recorder: str | None = None
+    """What wrote the numbers: race RaceLedger (TRL callback), race import verl, ..."""
+    steps: int | None = None
+    """Optimizer steps the run took, as its engine counted them."""
+    source: Mapping[str, Any] | None = None
+    """imported: {engine, file, fields} of the log."""
+    means: Mapping[str, Any] | None = None
+    """estimated: {prompt_tokens, completion_tokens, reward_tokens} every step was priced from."""
+    reference_cell: str | None = None
+    """The suite reference cell the run was made from, if any."""
+
+    def to_report(self) -> dict:
+        """The `provenance` section (fields not given are left out)."""
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Means:
+    """The aggregate numbers of a paper's setup table an estimate is priced from."""
+
+    prompt_tokens: float
+    """Mean prompt tokens per completion."""
+    completion_tokens: float
+    """Mean generated tokens per completion."""
+    reward_tokens: float | None = None
+    """Mean tokens a reward model scores per completion; None: prompt + completion (model
+    rewards) or nothing (rule rewards)."""
+
+
+def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
+    from ..accounting.modelspec import ModelSpec, load_spec
+
+    return x if isinstance(x, ModelSpec) else load_spec(x)
+
+
+def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: str, created: str | None,
+              times: tuple[str, str] | None, evaluations, notes: str | None, ledger: dict | None) -> dict:
+    """The report v1 document around its totals: identity, specs, accounting convention,
+    budget, provenance, hardware, evaluations; schema-checked before it is returned."""
+    from ..accounting import METHOD, VERSION
+
+    policy = _model_spec(spec.policy)
+    reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
+    run = {"id": run_id, "label": spec.label, "seed": spec.seed, "created": created or utc_now()}
+    if times:
+        run["started"], run["finished"] = times
+    run["engine"] = {"name": spec.engine.name, "version": spec.engine.version}
+    run["suite_version"] = __version__
+    notes = notes if notes is not None else spec.notes
+    if notes is not None:
+        run["notes"] = notes
+    if provenance.steps is None and spec.steps is not None:
+        provenance = replace(provenance, steps=spec.steps)
+    if provenance.reference_cell is None and spec.reference_cell:
+        provenance = replace(provenance, reference_cell=spec.reference_cell)
+    doc = {
+        "$schema": schemas.REPORT_ID,
+        "schema_version": schemas.REPORT_VERSION,
+        "run": run,
+        "policy": model_entry(policy),
+        "adapter": spec.adapter.to_report(policy),
+        "grpo": spec.grpo.to_report(),
+        "reward": {"system": spec.reward.system, "kind": spec.reward.kind,
+                   "model": model_entry(reward_model) if reward_model else None},
+        "accounting": {"method": METHOD, "version": VERSION, "engine_profile": spec.engine_profile,
+                       "attention": spec.attention, "flop_convention": "1 multiply-add = 2 FLOPs"},
+        "budget": {"flops": spec.budget.flops,
+                   "band": None if spec.budget.band is None else {"low": spec.budget.band[0], "high": spec.budget.band[1]}},
+        "totals": totals,
+    }
+    if ledger is not None:
+        doc["ledger"] = ledger
+    doc["provenance"] = provenance.to_report()
+    if spec.hardware is not None:
+        doc["hardware"] = spec.hardware.to_report()
+    doc["evaluations"] = [dict(e) for e in spec.evaluations] + [dict(e) for e in (evaluations or ())]
+    schemas.check_report(doc)
+    return doc
+
+
 def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *,
                  report_dir: str | os.PathLike | None = None, created: str | None = None,
-                 evaluations: list[Mapping[str, Any]] | None = None, notes: str | None = None, warn=None) -> dict:
+                 evaluations: list[Mapping[str, Any]] | None = None, notes: str | None = None, warn=None,
+                 provenance: Provenance | None = None) -> dict:
     """Build a report v1 dict from a ledger and its run spec, streaming the ledger once.
 
     The ledger path is stored relative to `report_dir` (default: the ledger's folder). A torn
     last line is left out of the totals and reported through `warn(message)` (default: a
     Python warning); a malformed line or a step that does not increase raises RaceError.
     `evaluations` (rows {target, metric, value, n, ...}) are added to the spec's own; `notes`
-    (how the numbers were obtained) goes into run.notes. The result is checked against the
-    report schema before it is returned."""
-    from ..accounting import METHOD, VERSION
-    from ..accounting.modelspec import load_spec
+    goes into run.notes (default: the spec's). `provenance` says how the ledger was made
+    (default: measured, a per-step ledger; its steps default to the spec's declared steps).
+    The result is checked against the report schema before it is returned."""
     from .ledger import LedgerSummary
 
     spec = run_spec if isinstance(run_spec, RunSpec) else RunSpec.from_dict(run_spec)
@@ -361,38 +494,48 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
             warnings.warn(msg, stacklevel=2)
         else:
             warn(msg)
-    policy = load_spec(spec.policy)
-    reward_model = load_spec(spec.reward.model) if spec.reward.model else None
     base = Path(report_dir) if report_dir is not None else ledger_path.parent
     rel = Path(os.path.relpath(ledger_path.resolve(), base.resolve())).as_posix()
-    run = {"id": spec.id or spec.label or ledger_path.resolve().parent.name or "run",
-           "label": spec.label, "seed": spec.seed, "created": created or utc_now()}
-    if s.first_time:
-        run["started"], run["finished"] = s.first_time, s.last_time
-    run["engine"] = {"name": spec.engine.name, "version": spec.engine.version}
-    run["suite_version"] = __version__
-    if notes is not None:
-        run["notes"] = notes
-    doc = {
-        "$schema": schemas.REPORT_ID,
-        "schema_version": schemas.REPORT_VERSION,
-        "run": run,
-        "policy": model_entry(policy),
-        "adapter": spec.adapter.to_report(policy),
-        "grpo": spec.grpo.to_report(),
-        "reward": {"system": spec.reward.system, "kind": spec.reward.kind,
-                   "model": model_entry(reward_model) if reward_model else None},
-        "accounting": {"method": METHOD, "version": VERSION, "engine_profile": spec.engine_profile,
-                       "attention": spec.attention, "flop_convention": "1 multiply-add = 2 FLOPs"},
-        "budget": {"flops": spec.budget.flops,
-                   "band": None if spec.budget.band is None else {"low": spec.budget.band[0], "high": spec.budget.band[1]}},
-        "totals": totals_from(s.flops, s.tokens, s.work, s.records, s.seconds),
-        "ledger": {"path": rel, "sha256": s.sha256, "records": s.records},
-        "evaluations": [dict(e) for e in spec.evaluations] + [dict(e) for e in (evaluations or ())],
-    }
-    schemas.check_report(doc)
-    return doc
+    return _document(spec, totals_from(s.flops, s.tokens, s.work, s.records, s.seconds),
+                     provenance or Provenance("measured", recorder="race report (a per-step ledger)"),
+                     run_id=spec.id or spec.label or ledger_path.resolve().parent.name or "run", created=created,
+                     times=(s.first_time, s.last_time) if s.first_time else None, evaluations=evaluations,
+                     notes=notes, ledger={"path": rel, "sha256": s.sha256, "records": s.records})
+
+
+def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
+                   evaluations: list[Mapping[str, Any]] | None = None) -> dict:
+    """A report from aggregate numbers (a paper's setup table): every one of the spec's
+    declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
+    the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger."""
+    from ..accounting import phase_flops, step_flops, tokens_from_work
+
+    spec = run_spec
+    if not spec.steps:
+        raise RaceError("an estimate needs the number of optimizer steps the run took",
+                        "add `steps: N` to the run description (the setup table's step count)")
+    policy = _model_spec(spec.policy)
+    reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
+    try:
+        one = step_flops(policy, spec.adapter, spec.grpo, means.prompt_tokens, means.completion_tokens,
+                         engine=spec.engine_profile, attention=spec.attention, reward_model=reward_model,
+                         reward_tokens=means.reward_tokens)
+    except RaceError as e:
+        raise RaceError(f"estimate: {e.message}", e.hint or "check the mean lengths against max_completion_tokens") \
+            from None
+    work = {k: v * spec.steps for k, v in one.work.items()}     # FLOPs are linear in work
+    flops = phase_flops(work, policy, spec.adapter, spec.grpo, reward_model, spec.engine_profile, spec.attention)
+    reward_tokens = None
+    if reward_model is not None:
+        reward_tokens = means.reward_tokens if means.reward_tokens is not None \
+            else means.prompt_tokens + means.completion_tokens
+    prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
+                      means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
+                             "reward_tokens": reward_tokens})
+    return _document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
+                     run_id=spec.id or spec.label or "estimate", created=created, times=None,
+                     evaluations=evaluations, notes=None, ledger=None)
 
 
 __all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",
-           "model_entry", "totals_from", "build_report"]
+           "model_entry", "totals_from", "Provenance", "Means", "build_report", "build_estimate"]

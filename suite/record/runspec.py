@@ -1,12 +1,14 @@
 """The run spec: everything about a run that its ledger does not say (model, adapter, GRPO
-settings, reward, engine, accounting convention, budget, identity), read from YAML or JSON.
-`race report LEDGER --spec SPEC` and the integrations hand it to suite.record.report.build_report.
+settings, reward, engine, accounting convention, budget, identity, declared steps, hardware),
+read from YAML or JSON. People usually write a cell YAML instead (suite.train.cell: the one run
+description every command takes), which becomes a RunSpec; this module also reads the older
+run-spec files (`grpo: {...}`, `adapter: {...}`). suite.record.report builds reports from it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -45,6 +47,49 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Hardware:
+    """The report's optional `hardware` section: the accelerators a run held and for how long
+    (Epoch AI's hardware method). Utilization = FLOPs / (peak_flops x accelerator_seconds);
+    per phase, achieved FLOP/s = phase FLOPs / phase seconds (totals.seconds) and its
+    utilization that over peak_flops x count."""
+
+    accelerator: str
+    """Accelerator model, e.g. NVIDIA H100 SXM."""
+    count: int
+    """Accelerators the run used."""
+    peak_flops: float
+    """Dense peak FLOP/s of one accelerator in `dtype` (datasheet, no structured sparsity)."""
+    dtype: str | None = None
+    """Number format the peak is quoted for (bf16, fp16, ...)."""
+    wall_seconds: float | None = None
+    """Training wall-clock seconds; give it or accelerator_hours."""
+    accelerator_hours: float | None = None
+    """Accelerator-hours of training (count x wall hours)."""
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "hardware") -> "Hardware":
+        """Checked against the report schema's `hardware` section; RaceError naming the field."""
+        d = {k: v for k, v in d.items() if v is not None} if isinstance(d, Mapping) else d
+        schemas.check_report_section(d, "hardware", where)
+        return cls(**d)
+
+    @property
+    def accelerator_seconds(self) -> float:
+        """count x wall_seconds, else accelerator_hours x 3600."""
+        if self.wall_seconds is not None:
+            return self.count * self.wall_seconds
+        return 3600.0 * float(self.accelerator_hours or 0.0)
+
+    def utilization(self, flops: float) -> float:
+        """flops / (peak_flops x accelerator_seconds): the share of the peak the claim implies."""
+        return flops / (self.peak_flops * self.accelerator_seconds)
+
+    def to_report(self) -> dict:
+        """The report's `hardware` section (fields not given are left out)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything about a run that the ledger does not say: model, adapter, GRPO settings,
     reward, engine, accounting convention, budget, identity. Load with RunSpec.from_dict or
@@ -62,6 +107,10 @@ class RunSpec:
     seed: int | None = None
     id: str | None = None  # run id; defaults to the label or the ledger's folder name
     evaluations: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    steps: int | None = None  # optimizer steps the run took, as declared (provenance.steps)
+    hardware: Hardware | None = None  # accelerators and time, for the hardware cross-check
+    notes: str | None = None  # free text for run.notes
+    reference_cell: str | None = None  # the suite reference cell the run was made from
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunSpec":
@@ -78,13 +127,16 @@ def _plain(x: Any) -> Any:
     return x
 
 
-def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
+def _run_spec_from_dict(d: Mapping[str, Any], base: Path | None = None) -> RunSpec:
     from ..accounting import Adapter, GRPOSettings
 
     if isinstance(d, Mapping):
         d = {k: v for k, v in _plain(d).items() if v is not None}      # null: not given
     d = schemas.numbers_parsed(d, schemas.RUN_SPEC)
     schemas.check_spec(d, schemas.RUN_SPEC, "run spec")
+    d["policy"] = beside(d["policy"], base)
+    if isinstance(d["reward"], Mapping) and d["reward"].get("model"):
+        d["reward"] = {**d["reward"], "model": beside(d["reward"]["model"], base)}
     ad = {k: v for k, v in d["adapter"].items() if v is not None}
     kind = ad.pop("type", None) or ad.pop("kind", None) or ("lora" if ad.get("rank") else "full")
     if "targets" in ad:
@@ -100,7 +152,7 @@ def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
                         "rule rewards have model: null; orm/prm/judge name their model")
     en = {"name": d["engine"]} if isinstance(d.get("engine"), str) else d.get("engine") or {}
     name = str(en.get("name", "trl"))
-    engine = EngineSpec(name=name, version=str(en.get("version") or _installed_version(name)))
+    engine = EngineSpec(name=name, version=str(en.get("version") or installed_version(name)))
     acc = d.get("accounting") or {}
     bd = d.get("budget") if isinstance(d.get("budget"), Mapping) else {"flops": d.get("budget")}
     band = bd.get("band")
@@ -111,10 +163,23 @@ def _run_spec_from_dict(d: Mapping[str, Any]) -> RunSpec:
                    budget=Budget(flops=None if bd.get("flops") is None else int(bd["flops"]),
                                  band=None if band is None else (int(band[0]), int(band[1]))),
                    label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
-                   evaluations=tuple(dict(e) for e in d.get("evaluations") or ()))
+                   evaluations=tuple(dict(e) for e in d.get("evaluations") or ()), steps=d.get("steps"),
+                   hardware=Hardware.from_dict(d["hardware"], "run spec: hardware") if d.get("hardware") else None,
+                   notes=d.get("notes"))
 
 
-def _installed_version(dist: str) -> str:
+def beside(value: str, base: Path | None) -> str:
+    """A model named relative to a spec file: the path beside the file when one exists there
+    (relative paths resolve from the file's own folder), else the value as given (a catalog
+    name, a hub id, or a path relative to the current folder)."""
+    p = Path(os.path.expanduser(str(value)))
+    if base is not None and not p.is_absolute() and (base / p).exists():
+        return str((base / p).resolve())
+    return str(value)
+
+
+def installed_version(dist: str) -> str:
+    """The installed version of a distribution (the engine's), "unknown" when not installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -123,22 +188,37 @@ def _installed_version(dist: str) -> str:
         return "unknown"
 
 
-def load_run_spec(path: str | os.PathLike) -> RunSpec:
-    """Read a run spec from a YAML or JSON file (a `race run` cell spec's run part)."""
+def read_yaml(path: str | os.PathLike, what: str = "run spec") -> Any:
+    """A YAML or JSON file (YAML is a superset of JSON) parsed; one clear line when it cannot be."""
     import yaml
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise RaceError(f"cannot read run spec {p}: {e.strerror or e}", "check the path") from None
+        raise RaceError(f"cannot read {what} {p}: {e.strerror or e}", "check the path") from None
     except UnicodeDecodeError:
-        raise RaceError(f"run spec {p} is not UTF-8 text") from None
+        raise RaceError(f"{what} {p} is not UTF-8 text") from None
     try:
-        d = yaml.safe_load(text)  # YAML is a superset of JSON
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise RaceError(f"run spec {p} is not valid YAML/JSON: {str(e).splitlines()[0]}") from None
-    return RunSpec.from_dict(d)
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise RaceError(f"{what} {p}: not valid YAML{where}", "check indentation and colons") from None
 
 
-__all__ = ["RewardSpec", "EngineSpec", "Budget", "RunSpec", "load_run_spec"]
+def is_run_spec(d: Any) -> bool:
+    """True for the older run-spec shape (`grpo: {...}` and `adapter: {...}` sections), which a
+    cell never has."""
+    return isinstance(d, Mapping) and ("grpo" in d or "adapter" in d)
+
+
+def load_run_spec(path: str | os.PathLike) -> RunSpec:
+    """Read a run spec from a YAML or JSON file; models named by relative paths resolve from
+    the file's own folder."""
+    p = Path(path)
+    return _run_spec_from_dict(read_yaml(p), base=p.parent.resolve())
+
+
+__all__ = ["RewardSpec", "EngineSpec", "Budget", "Hardware", "RunSpec", "load_run_spec", "read_yaml", "is_run_spec", "installed_version",
+           "beside"]

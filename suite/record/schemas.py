@@ -17,10 +17,10 @@ REPORT = "report-v1.schema.json"
 """Compute-allocation report v1."""
 REPORT_ID = "https://race-suite.org/schemas/report/v1.json"
 """The `$schema` a report names."""
-REPORT_VERSION = "1.0"
-"""The report version this suite writes."""
-SUPPORTED_VERSIONS = ("1.0",)
-"""The report versions this suite reads and validates."""
+REPORT_VERSION = "1.1"
+"""The report version this suite writes (1.1: provenance required, hardware optional)."""
+SUPPORTED_VERSIONS = ("1.0", "1.1")
+"""The report versions this suite reads and validates (a 1.0 report has no provenance)."""
 LEDGER_RECORD = "ledger-record-v1.schema.json"
 """One line of a ledger.jsonl."""
 RACE = "race-v1.schema.json"
@@ -161,11 +161,30 @@ def check_spec(doc: Any, name: str, where: str) -> None:
     """Check a spec file's parsed content against schemas/NAME; RaceError with the first
     problem as "WHERE: message" and a hint, worded by the schema. Unknown keys come first (a
     typo explains the rest), then missing ones, then values, outermost first."""
-    errors = list(validator(name).iter_errors(doc))
+    _first_problem(validator(name).iter_errors(doc), where, load(name).get("x-hint"))
+
+
+@lru_cache(maxsize=None)
+def _section_validator(section: str):
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(inline_refs(load(REPORT))["properties"][section],
+                                format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def check_report_section(doc: Any, section: str, where: str) -> None:
+    """Check a section a spec file gives verbatim for the report (e.g. `hardware`) against the
+    report schema's own subschema: one contract, one line for the first problem."""
+    _first_problem(_section_validator(section).iter_errors(doc), where,
+                   f"see `{section}` in schemas/report-v1.schema.json")
+
+
+def _first_problem(errors, where: str, default_hint: str | None) -> None:
+    errors = list(errors)
     if errors:
         err = min(errors, key=lambda e: (_RANK.get(e.validator, 2), len(e.absolute_path), list(map(str, e.absolute_path))))
         message, hint = _explain(err)
-        raise RaceError(f"{where}: {message}", hint or load(name).get("x-hint"))
+        raise RaceError(f"{where}: {message}", hint or default_hint)
 
 
 def _worded(err) -> bool:
@@ -242,4 +261,4 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "report_problems", "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
+           "report_problems", "check_report", "check_report_section", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

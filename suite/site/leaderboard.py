@@ -7,9 +7,11 @@ the final name, which fails if that name exists — two concurrent submits of th
 leave one file and one "duplicate" refusal, and an interrupted submit leaves nothing but a hidden
 temp file that the next build ignores.
 
-The report's ledger is stored beside it at the report's own relative `ledger.path`, so that
-`race validate leaderboard/submissions` checks every submission against its ledger exactly as
-it was checked on submit, and the site can chart it.
+The report's ledger is stored beside it under a name of its own, `ledger-<sha256 prefix>.jsonl`
+(named by its content: any number of runs whose ledgers were all called `ledger.jsonl` submit
+into one folder), and the stored report's `ledger.path` is rewritten to it, so that `race
+validate leaderboard/submissions` checks every submission against its ledger exactly as it was
+checked on submit, and the site can chart it. An estimate (provenance estimated) has no ledger.
 """
 
 from __future__ import annotations
@@ -116,27 +118,35 @@ class Submitted:
     ledger: Path | None = None      #: where the ledger was stored, if one was found beside the report
 
 
-def _find_duplicate(folder: Path, sid: str) -> str | None:
-    """A file in `folder` whose content id is `sid` (other than `<sid>.json`), if any: catches a
-    report that arrived by pull request under another name."""
+def _find_duplicate(folder: Path, sid: str, *also: str) -> str | None:
+    """A file in `folder` whose content id is `sid` or one of `also` (other than `<sid>.json`),
+    if any: catches a report that arrived by pull request under another name, or verbatim
+    (its ledger path not yet rewritten)."""
+    ids = {sid, *also}
     for p in sorted(folder.glob("*.json")):
         if p.name.startswith(".") or p.name == f"{sid}.json":
             continue
         try:
-            if submission_id(read_report(p, check=False).doc) == sid:
+            if submission_id(read_report(p, check=False).doc) in ids:
                 return p.name
         except (RaceError, ValueError):
             continue
     return None
 
 
+def stored_ledger_name(doc: dict) -> str:
+    """The file name a report's ledger is stored under in a submissions folder: named by its
+    content, so it never collides with another run's ledger and one ledger is stored once."""
+    return f"ledger-{doc['ledger']['sha256'][:ID_HEX]}.jsonl"
+
+
 def submit(report: Path, folder: Path) -> Submitted:
     """Validate `report` (with its ledger, as `race validate` does) and store it in the
-    submissions `folder` as `<id>.json`, its ledger at the report's relative `ledger.path`.
+    submissions `folder` as `<id>.json`, its ledger as `stored_ledger_name(doc)` with the
+    stored report's `ledger.path` pointing at it (the id hashes the report as stored).
 
     Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one; a report
-    whose content is already submitted; a ledger path taken by different bytes. Unreadable input
-    raises RaceError (exit 2)."""
+    whose content is already submitted. Unreadable input raises RaceError (exit 2)."""
     report, folder = Path(report), Path(folder)
     if not folder.is_dir():
         raise RaceError(f"submissions folder {folder} does not exist", "create it or pass --submissions DIR")
@@ -149,12 +159,17 @@ def submit(report: Path, folder: Path) -> Submitted:
                           for f in errors)
         raise SubmissionRefused(f"{report.name} refused: {len(errors)} error finding(s)\n{lines}",
                                 f"fix them and check with `race validate {report.name}` before submitting")
-    sid = submission_id(doc)
-    other = _find_duplicate(folder, sid)
+    stored = doc
+    if isinstance(doc.get("ledger"), dict):
+        stored = {**doc, "ledger": {**doc["ledger"], "path": stored_ledger_name(doc)}}
+        data = (json.dumps(stored, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    sid = submission_id(stored)
+    other = _find_duplicate(folder, sid, submission_id(doc))
     if other:
         raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (same content, id {sid})",
                                 "a run is submitted once; change the report if this is a different run")
-    ledger = _store_ledger(doc, report.parent, folder)     # first: a listed report always has its ledger
+    # First: a listed report always has its ledger.
+    ledger = _store_ledger(doc, report.parent, folder) if stored is not doc else None
     target = folder / f"{sid}.json"
     if not write_new(target, data):
         raise SubmissionRefused(f"{report.name} refused: duplicate of {target.name} (same content, id {sid})",
@@ -169,21 +184,21 @@ def _inside(folder: Path, rel: str) -> Path | None:
     return p if rel and p != base and p.is_relative_to(base) else None
 
 
-def _store_ledger(doc: dict, report_dir: Path, folder: Path) -> Path | None:
+def _store_ledger(doc: dict, report_dir: Path, folder: Path) -> Path:
     """Copy the report's ledger (already checked by the validator: it exists and its sha256
-    matches) to the same relative path inside the submissions folder."""
+    matches) into the submissions folder under its own name (stored_ledger_name)."""
     ref = doc["ledger"]
-    src, dest = _inside(report_dir, ref["path"]), _inside(folder, ref["path"])
-    if src is None or dest is None or not src.is_file():
+    src = _inside(report_dir, ref["path"])
+    if src is None or not src.is_file():
         raise SubmissionRefused(f"ledger path {ref['path']!r} does not stay inside the report's folder",
                                 "give ledger.path relative to the report, without '..'")
     data = src.read_bytes()
     if hashlib.sha256(data).hexdigest() != ref["sha256"]:      # changed since validation
         raise SubmissionRefused(f"ledger {ref['path']} changed while submitting", "submit again")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if not write_new(dest, data) and dest.read_bytes() != data:
-        raise SubmissionRefused(f"ledger path {ref['path']!r} is taken in the submissions folder by another ledger",
-                                "give the ledger a file name of its own (and ledger.path with it), then submit again")
+    dest = folder / stored_ledger_name(doc)
+    if not write_new(dest, data) and hashlib.sha256(dest.read_bytes()).hexdigest() != ref["sha256"]:
+        raise SubmissionRefused(f"{dest.name} in the submissions folder holds other bytes than its name says",
+                                f"remove the damaged {dest.name} and submit again")
     return dest
 
 

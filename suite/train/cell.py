@@ -1,14 +1,20 @@
-"""Cells: one GRPO training run of the suite, declared in a YAML file (tasks/cells/*.yaml).
+"""Cells: the one run description every command takes, declared in a YAML file
+(tasks/cells/*.yaml; schemas/cell-v1.schema.json).
 
 A cell names the policy, tokenizer, dataset and reward system, the adapter (LoRA rank 0 means
 full fine-tuning), the GRPO knobs (K, prompts per step, max completion tokens, mu, beta,
-learning rate, temperature, seed), the FLOP budget and a free allocation label. Relative paths
-are resolved against the cell file's folder, then against the suite's home (the checkout).
+learning rate, temperature, seed), the FLOP budget and a free allocation label. `race run`
+trains it; `race report --spec`, `race import --cell` and `race export` read the same file, and
+`race report --estimate` prices it from the setup table's aggregate numbers (`steps`,
+`mean_prompt_tokens`, `mean_completion_tokens`; optional `hardware`). Relative paths are resolved
+against the cell file's folder, then against the suite's home (the checkout); a policy or
+reward model that is no path there stays a name (a catalog model, a hub id).
 
     from suite.train.cell import load_cell
     cell = load_cell("tasks/cells/s-sparse.yaml")
     cell.settings()        # accounting.GRPOSettings
     cell.adapter()         # accounting.Adapter
+    cell.run_spec()        # record.runspec.RunSpec: what a report says about the run
 """
 
 from __future__ import annotations
@@ -30,9 +36,14 @@ class RewardChoice:
     """The reward system and its constructor options (e.g. model_path for a PRM)."""
 
     system: str
-    """Name in suite.train.rewards.REWARD_SYSTEMS: sparse, structured, dense, proxy_prm, prm."""
+    """Name in suite.train.rewards.REWARD_SYSTEMS (sparse, structured, dense, proxy_prm, prm), or
+    any name of a reward outside the suite when `kind` says what it is (reports and estimates)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Keyword options for the reward system's constructor."""
+    kind: str | None = None
+    """A reward outside the suite: rule (0 FLOPs), orm, prm or judge (a model scores)."""
+    model: str | None = None
+    """A reward outside the suite: its model, a catalog name or config path."""
 
 
 @dataclass(frozen=True)
@@ -42,13 +53,13 @@ class CellSpec:
     name: str
     """Cell id (defaults to the YAML file's stem)."""
     policy: str
-    """Folder of the policy model (HF format)."""
-    dataset: str
-    """JSON Lines training data: one problem per line with `question` and `answer`."""
+    """Folder of the policy model (HF format); for reports and estimates also a catalog name."""
     reward: RewardChoice
     """Reward system and its options."""
-    budget_flops: int
-    """Training FLOP budget: the run stops before the step that would exceed it."""
+    dataset: str | None = None
+    """JSON Lines training data: one problem per line with `question` and `answer` (race run needs it)."""
+    budget_flops: int | None = None
+    """Training FLOP budget: the run stops before the step that would exceed it (race run needs it)."""
     tokenizer: str | None = None
     """Tokenizer folder; None means the policy folder."""
     lora_rank: int = 16
@@ -81,6 +92,22 @@ class CellSpec:
     """Optional cap on optimizer steps (the budget usually decides)."""
     engine: Mapping[str, Any] = field(default_factory=dict)
     """Engine options (`engine` in schemas/cell-v1.schema.json lists them)."""
+    steps: int | None = None
+    """Optimizer steps the run took, as declared (reports: provenance.steps; estimates: required)."""
+    mean_prompt_tokens: float | None = None
+    """Estimates: mean prompt tokens per completion (the setup table's)."""
+    mean_completion_tokens: float | None = None
+    """Estimates: mean generated tokens per completion."""
+    mean_reward_tokens: float | None = None
+    """Estimates with a reward model: mean tokens it scores per completion (default prompt + completion)."""
+    hardware: Mapping[str, Any] | None = None
+    """Accelerators and time for the report's hardware cross-check (its `hardware` section)."""
+    notes: str | None = None
+    """Free text for the report's run.notes."""
+    evaluations: tuple[Mapping[str, Any], ...] = ()
+    """Evaluation rows {target, metric, value, n, ...} for the report."""
+    reference_cell: str | None = None
+    """Set for the suite's own reference cells and grids (tasks/): the leaderboard separates them."""
     source: str | None = None
     """The YAML file this cell came from."""
 
@@ -123,13 +150,71 @@ class CellSpec:
                             gradient_accumulation_steps=self.gradient_accumulation_steps)
 
     def to_dict(self) -> dict:
-        """The cell as a YAML-able mapping (the shape load_cell reads)."""
+        """The cell as a YAML-able mapping (the shape load_cell reads; fields not given left out)."""
         d = asdict(self)
-        d["reward"] = {"system": self.reward.system, **dict(self.reward.options)}
+        d["reward"] = {"system": self.reward.system, **dict(self.reward.options),
+                       **{k: v for k in ("kind", "model") if (v := getattr(self.reward, k)) is not None}}
         d["lora_targets"] = list(self.lora_targets)
         d["engine"] = dict(self.engine)
+        d["evaluations"] = [dict(e) for e in self.evaluations]
+        if self.hardware is not None:
+            d["hardware"] = dict(self.hardware)
         d.pop("source")
-        return d
+        return {k: v for k, v in d.items() if v is not None and v != []}
+
+    # ---- what a report says about it --------------------------------------------------------
+
+    def reward_spec(self):
+        """record.runspec.RewardSpec: the suite's reward systems by their class (a PRM is charged
+        by its model folder), others by the `kind` and `model` the cell gives."""
+        from ..record.runspec import RewardSpec
+        from .rewards import REWARD_SYSTEMS, default_model_path
+
+        r = self.reward
+        if r.kind is None and r.system in REWARD_SYSTEMS:
+            cls = REWARD_SYSTEMS[r.system]
+            if getattr(cls, "kind", "rule") == "rule":
+                return RewardSpec(system=r.system, kind="rule", model=None)
+            path = r.options.get("model_path") or default_model_path(getattr(cls, "default_model", "prm"))
+            return RewardSpec(system=r.system, kind="prm", model=str(path))
+        kind = r.kind or ("prm" if r.model else "rule")
+        return RewardSpec(system=r.system, kind=kind, model=r.model)
+
+    def run_spec(self, engine_profile: str | None = None):
+        """record.runspec.RunSpec of this cell: policy, adapter, GRPO settings, reward, engine,
+        accounting convention, budget, identity, declared steps, hardware. `engine_profile`
+        overrides the cell's `engine.profile` (race run picks it from the device)."""
+        from ..accounting import ENGINES
+        from ..record.runspec import Budget, EngineSpec, Hardware, RunSpec, installed_version
+
+        name = str(self.engine.get("name") or "trl")
+        profile = engine_profile or self.engine.get("profile") or (name if name in ENGINES else "generic")
+        return RunSpec(policy=self.policy, adapter=self.adapter(), grpo=self.settings(), reward=self.reward_spec(),
+                       engine=EngineSpec(name=name, version=str(self.engine.get("version") or installed_version(name))),
+                       engine_profile=str(profile), attention=self.attention, budget=Budget(flops=self.budget_flops),
+                       label=self.label, seed=self.seed, id=self.name, evaluations=tuple(self.evaluations),
+                       steps=self.steps, notes=self.notes, reference_cell=self.reference_cell,
+                       hardware=Hardware.from_dict(self.hardware, f"{_where(self.name)}: hardware")
+                       if self.hardware else None)
+
+    def means(self):
+        """record.report.Means of the setup table, for `race report --estimate`."""
+        from ..record.report import Means
+
+        missing = [k for k in ("steps", "mean_prompt_tokens", "mean_completion_tokens") if getattr(self, k) is None]
+        if missing:
+            raise RaceError(f"{_where(self.name)}: an estimate needs {', '.join(missing)}",
+                            "give the setup table's step count and mean prompt and completion tokens "
+                            "(docs/paper-report.md)")
+        return Means(self.mean_prompt_tokens, self.mean_completion_tokens, self.mean_reward_tokens)
+
+    def needs_to_train(self) -> None:
+        """RaceError unless the cell has what training needs beyond a description: data and a budget."""
+        for k, what in (("dataset", "the training data (JSON Lines of question/answer)"),
+                        ("budget_flops", "the training FLOP budget")):
+            if getattr(self, k) is None:
+                raise RaceError(f"{_where(self.name)}: race run needs `{k}`, {what}",
+                                "a cell needs policy, dataset, reward and budget_flops to train")
 
     def with_changes(self, **changes) -> "CellSpec":
         """A copy with some fields changed (checked like a loaded cell)."""
@@ -145,15 +230,31 @@ def _where(cell_name: str) -> str:
     return f"cell {cell_name}"
 
 
-def _resolve(value: str, base: Path | None, what: str, cell_name: str) -> str:
+def _resolve(value: str, base: Path | None, what: str, cell_name: str, must_exist: bool = True) -> str:
+    """A path of the cell: relative paths from the cell file's folder, then the suite's home.
+    Not found: an error when the path must exist (training), else the value as given (a
+    catalog name, a hub id, a path on the machine the run went to)."""
     p = Path(os.path.expanduser(str(value)))
     candidates = [p] if p.is_absolute() else [c / p for c in (base, _home()) if c is not None]
     for c in candidates:
         if c.exists():
             return str(c.resolve())
+    if not must_exist:
+        return str(value)
     raise RaceError(f"{_where(cell_name)}: {what} path {value} does not exist"
                     + (f" (looked in {', '.join(str(c) for c in candidates)})" if not p.is_absolute() else ""),
                     f"fix the `{what}` field, or build the embedded models (race embedded build, from a checkout)")
+
+
+def _reference(source: str | None) -> bool:
+    """Whether a cell or grid file is one of the suite's own (under tasks/ of its home)."""
+    home = _home()
+    if not source or home is None:
+        return False
+    try:
+        return Path(source).resolve().is_relative_to((home / "tasks").resolve())
+    except OSError:
+        return False
 
 
 def _home() -> Path | None:
@@ -180,33 +281,46 @@ def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path 
     schemas.check_spec(d, schemas.CELL, _where(cname))
     rw = {"system": d["reward"]} if isinstance(d["reward"], str) else dict(d["reward"])
     system = str(rw.pop("system"))
+    kind, model = rw.pop("kind", None), rw.pop("model", None)
     options = dict(rw.pop("options", None) or {}, **rw)
     from .rewards import REWARD_SYSTEMS
 
-    if system not in REWARD_SYSTEMS:
+    if system not in REWARD_SYSTEMS and kind is None and model is None:
         raise RaceError(f"{_where(cname)}: unknown reward system {system!r}",
-                        f"known reward systems: {', '.join(sorted(REWARD_SYSTEMS))}")
-    if "model_path" in options and options["model_path"] is not None and check_paths:
-        options["model_path"] = _resolve(options["model_path"], base, "reward model_path", cname)
+                        f"known reward systems: {', '.join(sorted(REWARD_SYSTEMS))}; for a reward outside the suite "
+                        "(reports and estimates) give {system, kind: rule|orm|prm|judge, model}")
+    if kind is not None and (kind == "rule") != (model is None):
+        raise RaceError(f"{_where(cname)}: reward kind {kind!r} " + ("takes no model" if model else "needs a model"),
+                        "rule rewards have no model; orm/prm/judge name theirs (a catalog name or config path)")
+    if "model_path" in options and options["model_path"] is not None:
+        options["model_path"] = _resolve(options["model_path"], base, "reward model_path", cname, check_paths)
+    if model is not None:
+        model = _resolve(model, base, "reward model", cname, must_exist=False)
 
-    kw: dict[str, Any] = {"name": cname, "reward": RewardChoice(system, options), "source": source}
+    kw: dict[str, Any] = {"name": cname, "reward": RewardChoice(system, options, kind, model), "source": source}
     for k in _PATH_FIELDS:
         if k in d:
-            kw[k] = _resolve(d[k], base, k, cname) if check_paths else str(d[k])
+            kw[k] = _resolve(d[k], base, k, cname, check_paths)
     for k in ("budget_flops", "lora_rank", "group_size", "prompts_per_step", "max_completion_tokens", "num_iterations",
-              "seed", "max_steps"):
+              "seed", "max_steps", "steps"):
         if k in d:
             kw[k] = parse_number(d[k], whole=True)
-    for k in ("beta", "learning_rate", "temperature", "lora_alpha"):
+    for k in ("beta", "learning_rate", "temperature", "lora_alpha", "mean_prompt_tokens", "mean_completion_tokens",
+              "mean_reward_tokens"):
         if k in d:
             kw[k] = float(d[k])
     if "lora_targets" in d:
         t = d["lora_targets"]
         kw["lora_targets"] = tuple([t] if isinstance(t, str) else t)
-    for k in ("label", "attention"):
+    for k in ("label", "attention", "notes", "reference_cell"):
         if k in d:
             kw[k] = str(d[k])
+    if "reference_cell" not in kw and _reference(source):
+        kw["reference_cell"] = cname
     kw["engine"] = dict(d.get("engine") or {})
+    if "hardware" in d:
+        kw["hardware"] = dict(d["hardware"])
+    kw["evaluations"] = tuple(dict(e) for e in d.get("evaluations") or ())
     return _checked(CellSpec(**kw))
 
 
@@ -219,13 +333,18 @@ def _checked(c: CellSpec) -> CellSpec:
                         f"prompts_per_step * K = {c.generation_batch}")
     c.adapter()  # LoRA targets and rank are checked by accounting.Adapter
     c.settings()
+    if c.hardware is not None:
+        from ..record.runspec import Hardware
+
+        Hardware.from_dict(c.hardware, f"{_where(c.name)}: hardware")
     return c
 
 
 def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
-    """Read a cell YAML file. A missing file, bad YAML, unknown field or missing model path
-    raises RaceError naming it."""
-    import yaml
+    """Read a cell YAML file. A missing file, bad YAML, unknown field or (when `check_paths`,
+    as training needs) a missing model path raises RaceError naming it. Relative paths resolve
+    from the file's folder either way."""
+    from ..record.runspec import read_yaml
 
     p = Path(path)
     if not p.is_file():
@@ -234,13 +353,22 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
         if cells and cells.is_dir():
             hint = "reference cells: " + ", ".join(sorted(str(x.relative_to(_home())) for x in cells.glob("*.yaml")))
         raise RaceError(f"cell file {path} does not exist", hint)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise RaceError(f"cell {p}: not valid YAML{where}", "check indentation and colons") from None
-    return cell_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p), check_paths=check_paths)
+    return cell_from_dict(read_yaml(p, "cell"), name=p.stem, base=p.parent.resolve(), source=str(p),
+                          check_paths=check_paths)
+
+
+def load_run_description(path: str | os.PathLike):
+    """A run description for `race report --spec`: a cell YAML (the one description every
+    command takes) or an older run-spec file (`grpo:`/`adapter:` sections), as a
+    record.runspec.RunSpec. Relative paths resolve from the file's own folder."""
+    from ..record.runspec import is_run_spec, load_run_spec, read_yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise RaceError(f"run description {path} does not exist", "pass a cell YAML (tasks/cells/*.yaml)")
+    if is_run_spec(read_yaml(p)):
+        return load_run_spec(p)
+    return load_cell(p, check_paths=False).run_spec()
 
 
 def dump_cell(cell: CellSpec, path: str | os.PathLike) -> Path:

@@ -28,7 +28,6 @@ from ..errors import RaceError
 
 CELL_FILE = "cell.yaml"
 CHECKPOINTS = "checkpoints"
-ADAPTER = "adapter"
 REPORT = "report.json"
 UNLIMITED_STEPS = 10**9  # the budget, not a step count, ends a cell
 
@@ -113,19 +112,6 @@ def _device(cell: CellSpec) -> str:
     return want or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def run_spec_of(cell: CellSpec, engine_profile: str, reward) -> dict:
-    """The report's run spec for a cell."""
-    from dataclasses import asdict
-
-    ad = asdict(cell.adapter())
-    ad["type"] = ad.pop("kind")
-    model = getattr(reward, "model_path", None)
-    return {"policy": cell.policy, "adapter": ad, "grpo": cell.settings().to_dict(),
-            "reward": {"system": cell.reward.system, "kind": "prm" if model else "rule", "model": model},
-            "accounting": {"engine_profile": engine_profile, "attention": cell.attention},
-            "budget": {"flops": cell.budget_flops}, "label": cell.label, "seed": cell.seed, "id": cell.name}
-
-
 def prepare(cell: CellSpec) -> dict:
     """Everything a run needs that is cheap to check before any model loads: specs, reward,
     data, and the budget's first-step check. Raises RaceError on bad input."""
@@ -135,6 +121,7 @@ def prepare(cell: CellSpec) -> dict:
     from ..accounting.modelspec import load_spec
     from .rewards import get_reward_system
 
+    cell.needs_to_train()
     policy = load_spec(cell.policy)
     reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))
     reward_model = load_spec(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
@@ -220,8 +207,7 @@ def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = Fals
     ledger = RaceLedger(out, budget_flops=cell.budget_flops, max_prompt_tokens=prep["longest_prompt"],
                         attention=cell.attention, engine=prep["engine"], policy=prep["policy"],
                         adapter=cell.adapter(), settings=cell.settings(), reward_model=prep["reward_model"],
-                        resume=resume, progress=progress,
-                        run_spec=run_spec_of(cell, prep["engine"], prep["reward"])).attach(trainer)
+                        resume=resume, progress=progress, run_spec=cell.run_spec(prep["engine"])).attach(trainer)
     return trainer, ledger, prep
 
 
@@ -246,16 +232,17 @@ def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resu
     prep = prepare(cell)  # bad input fails here, before the run folder is touched
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
+        # The profile the device decided goes into the run's cell.yaml: `race report --spec
+        # DIR/cell.yaml` then prices the ledger as it was written.
+        cell = cell.with_changes(engine={**cell.engine, "profile": prep["engine"]})
         dump_cell(cell, out / CELL_FILE)
     ckpt = last_checkpoint(out) if resume else None
     trainer, ledger, prep = build_trainer(cell, out, resume=resume, max_steps=max_steps, progress=progress,
                                          prep=prep)
     try:
-        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)   # the ledger saves DIR/adapter
     finally:
         ledger.close()
-    trainer.model.save_pretrained(out / ADAPTER)
-    prep["tokenizer"].save_pretrained(out / ADAPTER)
     report = ledger.write_report()
     return RunResult(out=out, steps=ledger.steps, flops=dict(ledger.spent),
                      stopped_by_budget=ledger.stopped_by_budget, report=report)

@@ -3,18 +3,30 @@
     from suite.train.trl_callback import RaceLedger
     trainer = GRPOTrainer(model=..., reward_funcs=[my_reward], args=GRPOConfig(...), ...)
     ledger = RaceLedger("runs/my-run", budget_flops=3e15).attach(trainer)
-    trainer.train()
-    ledger.write_report()            # runs/my-run/report.json (needs the report module)
+    trainer.train()                  # also saves the adapter to runs/my-run/adapter/
+    ledger.write_report()            # runs/my-run/report.json
 
-`attach` adds the callback and wraps the trainer's Python reward functions in place, so every
-generation is seen with its EXACT completion token ids (TRL hands them to reward functions) and
-its prompts (tokenized exactly as TRL does; the token total is checked against TRL's own
+`attach` adds the callback and observes every generation where TRL scores it: the trainer's
+reward step (`_calculate_rewards`) hands over the prompts and the EXACT completion token ids,
+and the prompts are tokenized exactly as TRL does (the token total is checked against TRL's own
 `num_input_tokens_seen`). Each optimizer step becomes one ledger line, flushed and fsynced at
 `on_step_end`, built by `suite.accounting.work_from_lengths` from those lengths and the
 trainer's settings (K, mu, beta, gradient checkpointing, accumulation, padding) under the
 engine profile of the device (`trl` on CUDA, `trl-cpu` elsewhere): every pass TRL runs is
 counted -- generation, old-policy log-probs, reference forward, training forward and backward,
-checkpoint recompute -- and model rewards are charged from the tokens they scored.
+checkpoint recompute -- and so is every reward model:
+
+- a reward model TRL runs itself (`reward_funcs=[model]` or a model id, a sequence
+  classifier) is watched by hooks on its forward: the batch it really ran (its own tokenizer
+  and chat template, right-padded as TRL pads) is charged as a forward of its own spec
+  (read from its config), and the report names it;
+- a Python reward function is wrapped; one that runs a model (`kind != "rule"`,
+  `model_path`, `last_scored_lengths`, as suite.train.rewards defines them) is charged for
+  the tokens it reports.
+
+A reward that cannot be priced (a model whose architecture the accounting does not cover, a
+model callable that does not say what it scored) makes `attach` refuse, naming it: never a
+silent 0.
 
 Budget stop: after each step the callback predicts an UPPER BOUND of the next step's cost
 (every completion at max_completion_length, every prompt as long as `max_prompt_tokens` or the
@@ -22,7 +34,7 @@ longest seen so far, model rewards over twice prompt + completion) and stops tra
 bound would cross the budget. So a run never exceeds its budget when `max_prompt_tokens` is
 given (race run passes the dataset's longest prompt); the price is at most one step left unbought.
 
-Timing: rollout seconds run from the step's start to the first reward call (they include the
+Timing: rollout seconds run from the step's start to the reward step (they include the
 old-policy and reference forwards, which TRL runs before scoring); reward seconds are the reward
 calls; update seconds the rest of the step.
 """
@@ -46,6 +58,8 @@ log = logging.getLogger(__name__)
 
 LEDGER_FILE = "ledger.jsonl"
 DISCARDED_FILE = "ledger.discarded.jsonl"
+ADAPTER_DIR = "adapter"
+RECORDER = "race RaceLedger (TRL callback)"
 
 
 # ---- what the trainer is doing ----------------------------------------------------------------
@@ -76,6 +90,18 @@ def adapter_of(model):
             leaf = name.rsplit(".", 1)[-1]
             adapted[leaf] = adapted.get(leaf, 0) + 1
     return adapter_from_peft(cfg, adapted=adapted, num_layers=model.config.num_hidden_layers)
+
+
+def reward_model_spec_of(module):
+    """ModelSpec of a reward model TRL runs itself (a transformers sequence classifier), from its
+    config; the architecture comes from the class when the config does not name it."""
+    from ..accounting.modelspec import spec_from_config
+
+    cfg = module.config.to_dict()
+    if not cfg.get("architectures"):
+        cfg["architectures"] = [type(module).__name__]
+    name = str(getattr(module.config, "_name_or_path", "") or "") or type(module).__name__
+    return spec_from_config(cfg, Path(name).name or name, where=name)
 
 
 def settings_of(args):
@@ -124,12 +150,13 @@ class RaceLedger(TrainerCallback):
         ledger.discarded.jsonl so no step is counted twice.
     progress: show a tqdm bar of FLOPs spent of the budget and the phase split.
     run_spec: suite.record.runspec.RunSpec (or mapping) for write_report().
+    save_adapter: save the trained adapter and tokenizer to DIR/adapter when training ends.
     """
 
     def __init__(self, out_dir: str | os.PathLike, *, budget_flops: float | None = None,
                  max_prompt_tokens: int | None = None, attention: str = "causal", engine: str | None = None,
                  policy=None, adapter=None, settings=None, reward_model=None, resume: bool = False,
-                 progress: bool = False, run_spec=None, fsync: bool = True):
+                 progress: bool = False, run_spec=None, fsync: bool = True, save_adapter: bool = True):
         self.out_dir = Path(out_dir)
         self.budget = None if budget_flops is None else int(float(budget_flops))
         self.max_prompt_tokens = max_prompt_tokens
@@ -137,6 +164,7 @@ class RaceLedger(TrainerCallback):
         self.engine = engine
         self.policy, self.adapter, self.settings, self.reward_model = policy, adapter, settings, reward_model
         self.resume, self.progress, self.run_spec, self.fsync = resume, progress, run_spec, fsync
+        self.save_adapter = save_adapter
         self.spent = {"rollout": 0, "update": 0, "reward": 0}
         self.steps = 0
         self.stopped_by_budget = False
@@ -167,6 +195,11 @@ class RaceLedger(TrainerCallback):
         return self.out_dir / LEDGER_FILE
 
     @property
+    def adapter_dir(self) -> Path:
+        """DIR/adapter: the trained adapter (or full model) and tokenizer, saved when training ends."""
+        return self.out_dir / ADAPTER_DIR
+
+    @property
     def total_flops(self) -> int:
         """FLOPs recorded so far (all phases)."""
         return sum(self.spent.values())
@@ -174,16 +207,102 @@ class RaceLedger(TrainerCallback):
     # ---- public wiring ------------------------------------------------------------------------
 
     def attach(self, trainer) -> "RaceLedger":
-        """Add this callback to `trainer` and wrap its Python reward functions in place."""
+        """Add this callback to `trainer`, observe its reward step and wrap or hook every reward
+        it runs (see the module docstring). Refuses, naming the reward and the fix, a reward
+        whose compute could not be charged."""
         funcs = trainer.reward_funcs
-        if not any(callable(f) and not _is_module(f) for f in funcs):
-            raise RaceError("RaceLedger needs at least one Python reward function to observe completions",
-                            "TRL hands completion token ids only to callables, not to reward nn.Modules")
+        names = list(getattr(trainer, "reward_func_names", None) or
+                     [getattr(f, "__name__", type(f).__name__) for f in funcs])
+        self._observe_reward_step(trainer, funcs)
+        specs: dict[str, Any] = {}     # reward name -> the model spec it is charged by
         for i, f in enumerate(funcs):
-            if not _is_module(f) and not getattr(f, "_race_wrapped", False):
+            if _is_module(f):
+                specs[names[i]] = self._hook_reward_model(f, names[i])
+            elif _is_async(f):
+                if getattr(f, "kind", "rule") != "rule":
+                    raise RaceError(f"RaceLedger cannot see what the async model reward {names[i]!r} scores",
+                                    "make it a plain function that sets last_scored_lengths, or pass the model "
+                                    "itself in reward_funcs")
+            elif not getattr(f, "_race_wrapped", False):
                 funcs[i] = self.wrap(f)
+                if getattr(f, "kind", "rule") != "rule":
+                    if self.reward_model is None:
+                        raise RaceError(f"model reward {names[i]!r} names no model to charge",
+                                        "give it a model_path (its config folder) or pass "
+                                        "RaceLedger(reward_model=load_spec(...))")
+                    specs[names[i]] = self.reward_model
+        if len({s for s in specs.values()}) > 1:
+            raise RaceError(f"rewards {', '.join(map(repr, specs))} run different models; the ledger charges one "
+                            "reward-model spec per run", "score with one reward model, or ledger each run separately")
+        if specs:
+            self.reward_model = self.reward_model or next(iter(specs.values()))
+        self._reward_ref["system"] = "+".join(names) if len(names) > 1 else (names[0] if names else "custom")
         trainer.add_callback(self)
         return self
+
+    def _observe_reward_step(self, trainer, funcs) -> None:
+        """See every generation where TRL scores it: `_calculate_rewards(inputs, prompts,
+        completions, completion_ids_list)` gets the prompts and exact completion ids, whatever
+        the rewards are. Without that method (another TRL) a wrapped Python reward sees them."""
+        import inspect
+
+        calc = getattr(trainer, "_calculate_rewards", None)
+        params = list(inspect.signature(calc).parameters) if callable(calc) else []
+        if params[:4] != ["inputs", "prompts", "completions", "completion_ids_list"]:
+            if not any(callable(f) and not _is_module(f) and not _is_async(f) for f in funcs):
+                raise RaceError("RaceLedger cannot observe this trainer's generations: it has no "
+                                "_calculate_rewards(inputs, prompts, completions, completion_ids_list) and no Python "
+                                "reward function", "use TRL 1.16's GRPOTrainer, or add a plain Python reward function")
+            return
+        if getattr(calc, "_race_wrapped", False):
+            return
+
+        def calculate(inputs, prompts, completions, completion_ids_list):
+            self._see_generation(prompts, completion_ids_list, trainer.state, time.perf_counter())
+            return calc(inputs, prompts, completions, completion_ids_list)
+
+        calculate._race_wrapped = True
+        trainer._calculate_rewards = calculate
+
+    def _hook_reward_model(self, module, name: str):
+        """Hooks on a reward model's forward: each call is charged as a forward of its own spec
+        over the batch it ran (rows right-padded to the longest, as TRL pads them). Returns the spec."""
+        from ..accounting.modelspec import in_catalog
+
+        if self.reward_model is not None:
+            spec = self.reward_model
+        else:
+            try:
+                spec = reward_model_spec_of(module)
+            except RaceError as e:
+                raise RaceError(f"cannot price reward model {name!r}: {e.message}",
+                                "pass its architecture as RaceLedger(reward_model=ModelSpec(...)); a reward "
+                                "model's compute is never counted as 0") from None
+            except AttributeError:
+                raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
+                                "pass RaceLedger(reward_model=ModelSpec(...)) with its architecture") from None
+        ref = str(getattr(getattr(module, "config", None), "_name_or_path", "") or "")
+        model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
+        self._reward_ref.update(kind="orm", model=model)
+        starts: list[float] = []
+
+        def before(mod, args, kwargs):
+            starts.append(time.perf_counter())
+
+        def after(mod, args, kwargs, output):
+            t0 = starts.pop() if starts else time.perf_counter()
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            mask = kwargs.get("attention_mask")
+            if ids is None:
+                raise RaceError(f"reward model {name!r} was called without input_ids",
+                                "RaceLedger prices a reward model from the token ids it runs over")
+            rows, width = int(ids.shape[0]), int(ids.shape[-1])
+            lengths = [int(n) for n in mask.sum(-1).tolist()] if mask is not None else [width] * rows
+            self._add_reward([max(1, n) for n in lengths], [width] * rows, time.perf_counter() - t0)
+
+        module.register_forward_pre_hook(before, with_kwargs=True)
+        module.register_forward_hook(after, with_kwargs=True)
+        return spec
 
     def wrap(self, func: Callable) -> Callable:
         """A TRL reward function that calls `func` and lets the ledger observe the generation
@@ -204,39 +323,56 @@ class RaceLedger(TrainerCallback):
         wrapped._race_wrapped = True
         path = getattr(func, "model_path", None)
         if getattr(func, "kind", "rule") != "rule" and path:
-            self._reward_ref = {"system": wrapped.__name__, "kind": "prm", "model": str(path)}
+            self._reward_ref.update(kind="prm", model=str(path))
             if self.reward_model is None:
                 from ..accounting.modelspec import load_spec
 
                 self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
-        elif self._reward_ref.get("system") == "custom":
-            self._reward_ref = {"system": wrapped.__name__}
+        if self._reward_ref.get("system") == "custom":
+            self._reward_ref["system"] = wrapped.__name__
         return wrapped
 
     # ---- observing a generation ---------------------------------------------------------------
 
-    def _observe(self, func, prompts, completion_ids, state, rewards, t0, seconds) -> None:
+    def _see_generation(self, prompts, completion_ids, state, t0: float) -> dict | None:
+        """The generation being scored: prompt and completion lengths, once per step."""
         if not self._in_step:  # evaluation generations are not training compute
-            return
-        if completion_ids is None:
-            raise RaceError("the reward wrapper got no completion_ids", "use TRL >= 1.0's GRPOTrainer")
-        g = self._gen
-        if g is None:
+            return None
+        if self._gen is None:
+            if completion_ids is None:
+                raise RaceError("the reward step got no completion_ids", "use TRL >= 1.0's GRPOTrainer")
             completions = [len(c) for c in completion_ids]
             prompt_lens = self._prompt_lengths(prompts)
             self._check_tokens(state, sum(prompt_lens) + sum(completions))
-            g = self._gen = {"prompts": prompt_lens, "completions": completions, "reward_lengths": None,
-                             "t_reward": t0, "reward_seconds": 0.0, "rewards": []}
+            self._gen = {"prompts": prompt_lens, "completions": completions, "reward_lengths": None,
+                         "reward_widths": None, "t_reward": t0, "reward_seconds": 0.0, "rewards": []}
+        return self._gen
+
+    def _add_reward(self, lengths: list[int], widths: list[int] | None, seconds: float) -> None:
+        """A reward model's forward over sequences of `lengths` tokens (`widths`: their padded
+        widths). Several model rewards add their sequences (one reward-model spec is charged)."""
+        g = self._gen if self._in_step else None
+        if g is None:
+            return
         g["reward_seconds"] += seconds
+        g["reward_lengths"] = (g["reward_lengths"] or []) + lengths
+        g["reward_widths"] = (g["reward_widths"] or []) + (widths or lengths)
+
+    def _observe(self, func, prompts, completion_ids, state, rewards, t0, seconds) -> None:
+        g = self._see_generation(prompts, completion_ids, state, t0)
+        if g is None:
+            return
         kind = getattr(func, "kind", "rule")
         if kind != "rule":
             lengths = list(getattr(func, "last_scored_lengths", None) or [])
             if len(lengths) != len(completion_ids):
                 raise RaceError(f"model reward {getattr(func, '__name__', func)!r} did not report the tokens it scored",
                                 "a model reward must set last_scored_lengths (one entry per completion)")
-            # A completion the model did not score (0 tokens) costs nothing; several model
-            # rewards add their sequences (one reward-model spec is charged).
-            g["reward_lengths"] = (g["reward_lengths"] or []) + [n for n in lengths if n > 0]
+            # A completion the model did not score (0 tokens) costs nothing.
+            scored = [n for n in lengths if n > 0]
+            self._add_reward(scored, None, seconds)
+        else:
+            g["reward_seconds"] += seconds
         vals = [float(r) for r in rewards if r is not None]
         if vals:
             g["rewards"].append(sum(vals) / len(vals))
@@ -322,10 +458,11 @@ class RaceLedger(TrainerCallback):
         if g is not None:
             self._last_gen = g
             self._longest_prompt = max(self._longest_prompt, max(g["prompts"]))
-            if g["reward_lengths"]:
-                self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
+            if g["reward_widths"]:
+                self._longest_reward = max(self._longest_reward, max(g["reward_widths"]))
             work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
-                                     g["reward_lengths"] or None, iterations=1, generation=True)
+                                     g["reward_lengths"] or None, iterations=1, generation=True,
+                                     reward_widths=g["reward_widths"] or None)
             seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
                        "update": t_end - g["t_reward"] - g["reward_seconds"]}
         else:
@@ -356,9 +493,14 @@ class RaceLedger(TrainerCallback):
         self.step_overheads.append((own, done - self._t_step))
         self._step_overhead = 0.0
 
-    def on_train_end(self, args, state, control, **kwargs):
-        """Close the ledger and the progress bar."""
+    def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Close the ledger and the progress bar; save the trained adapter (or, for full
+        fine-tuning, the model) with its tokenizer to DIR/adapter, where `race eval` reads it."""
         self.close()
+        if self.save_adapter and model is not None and state.is_world_process_zero:
+            model.save_pretrained(self.adapter_dir)
+            if processing_class is not None:
+                processing_class.save_pretrained(self.adapter_dir)
 
     # ---- budget ---------------------------------------------------------------------------------
 
@@ -425,23 +567,47 @@ class RaceLedger(TrainerCallback):
     # ---- report -----------------------------------------------------------------------------------
 
     def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
-        """Build report.json from the ledger (suite.record.report.build_report) and write it atomically."""
-        from ..record.report import build_report, write_report
+        """Build report.json from the ledger (suite.record.report.build_report, provenance
+        measured, with the steps the trainer took) and write it atomically."""
+        from ..record.report import Provenance, build_report, write_report
+        from ..record.runspec import RunSpec
 
         spec = run_spec or self.run_spec or self.default_run_spec()
-        report = build_report(self.ledger_path, spec, report_dir=self.out_dir)
+        if not isinstance(spec, RunSpec):
+            spec = RunSpec.from_dict(spec)
+        report = build_report(self.ledger_path, spec, report_dir=self.out_dir,
+                              provenance=Provenance("measured", recorder=RECORDER, steps=self.steps))
         return write_report(path or self.out_dir / "report.json", report)
 
-    def default_run_spec(self) -> dict:
-        """A run-spec mapping from what the callback read off the trainer."""
-        from dataclasses import asdict
+    def default_run_spec(self):
+        """The run spec (suite.record.runspec.RunSpec) of what the callback read off the trainer.
+        Models that no file or catalog name describes (a reward model built in memory) are
+        carried as their specs."""
+        from dataclasses import asdict, replace
+
+        from ..record.runspec import RunSpec
 
         ad = asdict(self.adapter)
         ad["type"] = ad.pop("kind")
-        return {"policy": self._policy_ref or self.policy.name, "adapter": ad, "grpo": self.settings.to_dict(),
-                "reward": dict(self._reward_ref),
-                "accounting": {"engine_profile": self.engine, "attention": self.attention},
-                "budget": {"flops": self.budget}}
+        reward = dict(self._reward_ref)
+        model = reward.get("model")
+        in_memory = model is not None and not isinstance(model, str)
+        if in_memory:
+            reward["model"] = "in-memory"          # a placeholder the spec replaces below
+        spec = RunSpec.from_dict({"policy": self._policy_ref or self.policy.name, "adapter": ad,
+                                  "grpo": self.settings.to_dict(), "reward": reward,
+                                  "accounting": {"engine_profile": self.engine, "attention": self.attention},
+                                  "budget": {"flops": self.budget}})
+        if in_memory or not self._policy_ref:
+            spec = replace(spec, policy=self._policy_ref or self.policy,
+                           reward=replace(spec.reward, model=model) if in_memory else spec.reward)
+        return spec
+
+
+def _is_async(f: Any) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(getattr(f, "__call__", None))
 
 
 def _is_module(f: Any) -> bool:
@@ -453,4 +619,5 @@ def _is_module(f: Any) -> bool:
         return False
 
 
-__all__ = ["RaceLedger", "step_cost_bound", "policy_spec_of", "adapter_of", "settings_of", "engine_of"]
+__all__ = ["RaceLedger", "step_cost_bound", "policy_spec_of", "reward_model_spec_of", "adapter_of", "settings_of",
+           "engine_of"]

@@ -140,3 +140,17 @@ def tokens_vs_work(ctx) -> Iterable[Issue]:
         if got != want[k]:
             yield Issue(f"$.totals.tokens.{k}", f"{k} tokens {got:,} but the work statistics count {want[k]:,}",
                         "take tokens from the same step statistics as the FLOPs (suite.accounting.tokens_from_work)")
+
+
+@rule("ARITH-009", title="accelerator-hours disagree with count x wall seconds", requires=("hardware",))
+def accelerator_hours(ctx) -> Iterable[Issue]:
+    """When the hardware section gives both `wall_seconds` and `accelerator_hours`, they must
+    agree: accelerator_hours = count x wall_seconds / 3600, within 1%."""
+    hw = ctx.doc["hardware"]
+    if "wall_seconds" in hw and "accelerator_hours" in hw:
+        want = hw["count"] * hw["wall_seconds"] / 3600
+        if abs(hw["accelerator_hours"] - want) > 0.01 * want:
+            yield Issue("$.hardware.accelerator_hours",
+                        f"accelerator_hours {hw['accelerator_hours']:,.6g} but count {hw['count']} x wall_seconds "
+                        f"{hw['wall_seconds']:,.6g} / 3600 = {want:,.6g}",
+                        "give one of them, or make them agree")

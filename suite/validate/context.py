@@ -54,8 +54,10 @@ class ReportContext:
     schema_bad: set[str] = field(default_factory=set)  # top-level sections with schema errors
 
     def section_ok(self, *names: str) -> bool:
-        """True when the document is an object and none of `names` had schema errors."""
-        return isinstance(self.doc, dict) and "$" not in self.schema_bad and not (set(names) & self.schema_bad)
+        """True when the document is an object and each of `names` is present without schema
+        errors (optional sections -- ledger of an estimate, hardware -- may be absent)."""
+        return isinstance(self.doc, dict) and "$" not in self.schema_bad and not (set(names) & self.schema_bad) \
+            and all(n in self.doc for n in names)
 
     @cached_property
     def ledger_path(self) -> Path | None:

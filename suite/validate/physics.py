@@ -175,12 +175,15 @@ def adapter_pricing(ctx) -> Iterable[Issue]:
     verl does) is mispriced."""
     if not _swapped_adapter(ctx):
         return
-    r, a = ctx.recompute, ctx.doc["adapter"]["type"]
-    other = "full fine-tuning" if a == "lora" else "LoRA"
-    got = ctx.doc["totals"]["flops"]["update"]
+    r, a = ctx.recompute, ctx.doc["adapter"]
+    other = "full fine-tuning" if a["type"] == "lora" else "a LoRA"
+    mine = f"LoRA r={a['rank']}" if a["type"] == "lora" else "full fine-tuning"
+    got, want = ctx.doc["totals"]["flops"]["update"], r.flops["update"]
+    sign = "+" if got > want else "-"
     yield Issue("$.totals.flops.update",
-                f"update {got:,} FLOPs is priced like {other} ({r.other_adapter['update']:,}); the declared "
-                f"{'LoRA' if a == 'lora' else 'full fine-tuning'} update is {r.flops['update']:,}: {FORMULAS['update']}",
+                f"update FLOPs declared {got:,} match the price of {other} (within {TOLERANCE:.0%}), but recomputed for "
+                f"the report's adapter ({mine}) the update is {want:,} ({sign}{_rel(got, want):.1%}): "
+                f"{FORMULAS['update']}",
                 "price the update for the adapter the run used (race flops --lora-rank R; 0 = full fine-tuning)")
 
 
@@ -305,3 +308,35 @@ def expected_trainable(spec, adapter: dict) -> int | None:
     except (RaceError, TypeError, ValueError):
         return None
     return a.trainable_params(spec)
+
+
+# ---- the hardware cross-check ----------------------------------------------------------------
+
+
+def hardware_check(doc: dict) -> tuple[float, str] | None:
+    """(implied utilization, how it was computed) of a report with a hardware section: total
+    FLOPs over what its accelerators deliver at peak in the time it held them."""
+    from ..record.runspec import Hardware
+
+    hw = Hardware(**doc["hardware"])
+    total = doc["totals"]["flops"]["total"]
+    peak = hw.peak_flops * hw.accelerator_seconds
+    held = (f"{hw.count} x {hw.wall_seconds:,.6g} s" if hw.wall_seconds is not None
+            else f"{hw.accelerator_hours:,.6g} accelerator-hours")
+    how = (f"{total:.4g} FLOPs claimed; {hw.accelerator} at {hw.peak_flops:.4g} FLOP/s peak"
+           f"{' (' + hw.dtype + ')' if hw.dtype else ''} for {held} deliver at most {peak:.4g} FLOPs")
+    return hw.utilization(total), how
+
+
+@rule("PHYS-009", title="the hardware cannot deliver the claimed FLOPs", requires=("totals", "hardware"))
+def hardware_utilization(ctx) -> Iterable[Issue]:
+    """The hardware cross-check (Epoch AI's second method): FLOPs claimed divided by what the
+    declared accelerators deliver at peak (`peak_flops` x accelerator-seconds) is the implied
+    utilization. Above 1 the claim is impossible: a mis-scaled count (tokens for FLOPs, one
+    GPU's time for all, a unit off by 1e3) that the arithmetic rules cannot see, since the
+    report agrees with itself."""
+    util, how = hardware_check(ctx.doc)
+    if util > 1:
+        yield Issue("$.hardware", f"implied utilization {util:.3g} (over 100% of peak): {how}",
+                    "check the scale of the FLOP counts and of the hardware numbers (count, peak_flops for the dtype, "
+                    "wall_seconds or accelerator_hours)")

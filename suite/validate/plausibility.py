@@ -70,3 +70,22 @@ def extreme_update_share(ctx) -> Iterable[Issue]:
         which = "update" if t["flops"]["update"] == 0 else "rollout and reward"
         yield Issue("$.totals.update_share", f"update share p = {t['update_share']}: no {which} FLOPs are counted",
                     "count every phase (rollout generation, policy update, reward)")
+
+
+UTILIZATION_WARN = 0.7
+"""Implied utilization above which a claim is flagged: GRPO runs, with generation bound by
+memory bandwidth, rarely sustain even half of peak."""
+
+
+@rule("PLAUS-005", title="implied hardware utilization above 70%", severity="warning", requires=("totals", "hardware"))
+def high_utilization(ctx) -> Iterable[Issue]:
+    """The claimed FLOPs imply more than 70% of the declared accelerators' peak over the time
+    they were held. Possible for a pure training kernel, but a GRPO step spends most of its time
+    generating (memory-bound decoding): such a utilization usually means the FLOPs or the
+    hardware numbers are mis-scaled. Above 100%, PHYS-009 makes it an error."""
+    from .physics import hardware_check
+
+    util, how = hardware_check(ctx.doc)
+    if UTILIZATION_WARN < util <= 1:
+        yield Issue("$.hardware", f"implied utilization {util:.1%} of peak is unusually high for GRPO: {how}",
+                    "check the FLOP counts and the hardware numbers; GRPO runs rarely sustain half of peak")

@@ -73,8 +73,10 @@ def input_depth(ctx):
 # ------------------------------------------------------------------------ schema rules
 
 # Top-level keywords under which a report is valid exactly when the top level is (its type,
-# required and allowed keys) and every section is valid under its own subschema.
-_SECTIONWISE = {"$schema", "$id", "title", "description", "type", "additionalProperties", "required", "properties"}
+# required and allowed keys, and the allOf conditions across sections, which the top-level
+# validator checks on the whole document) and every section is valid under its own subschema.
+_SECTIONWISE = {"$schema", "$id", "title", "description", "type", "additionalProperties", "required", "properties",
+                "allOf"}
 # Sections that repeat across a leaderboard's reports (a few models, adapters, settings).
 _MEMO_SECTIONS = frozenset({"policy", "adapter", "grpo", "reward", "accounting"})
 
@@ -144,13 +146,27 @@ def _short(message: str, limit: int = 300) -> str:
 
 
 def _describe(err) -> tuple[str, str, str]:
-    """Message, JSON path and keyword of one schema error; for oneOf/anyOf the best match
+    """Message, JSON path and fix hint of one schema error; for oneOf/anyOf the best match
     among the alternatives that fit the value's type, instead of a wall of alternatives."""
     from jsonschema.exceptions import best_match
 
     while err.validator in ("oneOf", "anyOf") and err.context:
         err = best_match(_branch_errors(err))
-    return _short(err.message), json_path(err.absolute_path), err.validator
+    return _short(err.message), json_path(err.absolute_path), _hint(err)
+
+
+def _hint(err) -> str:
+    """The fix for one schema error, worded for the kind of value: a share over 1 is a percent
+    where a fraction belongs, a count over 10^30 a unit mistake."""
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if err.validator == "maximum" and schema.get("maximum") == 1:
+        return (f"shares are fractions of the total in [0, 1], not percents: {err.instance!r} should be "
+                f"{err.instance / 100:.4g}" if isinstance(err.instance, (int, float)) and err.instance <= 100
+                else "shares are fractions of the total in [0, 1]")
+    if err.validator == "required" and "'provenance'" in err.message:
+        return ("a version 1.1 report says how its numbers were obtained: add provenance {method: measured, imported "
+                "or estimated} (docs/report.md), or rebuild it with race report")
+    return _HINTS.get(err.validator, "see schemas/report-v1.schema.json")
 
 
 _HINTS = {
@@ -196,10 +212,10 @@ def schema_errors(ctx) -> Iterable[Issue]:
         return
     v = report_validator()
     for err in sorted(v.iter_errors(ctx.doc), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
-        message, path, keyword = _describe(err)
+        message, path, hint = _describe(err)
         top = str(err.absolute_path[0]) if err.absolute_path else "$"
         ctx.schema_bad.add(top)
-        yield Issue(path, message, _HINTS.get(keyword, "see schemas/report-v1.schema.json"))
+        yield Issue(path, message, hint)
 
 
 def _jtype(x) -> str:

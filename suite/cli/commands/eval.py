@@ -36,10 +36,11 @@ def configure(p):
     p.add_argument("--model", metavar="MODEL_DIR",
                    help="with RUN_DIR: the base model folder, when the run's policy path does not resolve here")
     p.add_argument("--native-reward", metavar="SYSTEM",
-                   help="with --base: reward system to report as native_reward (sparse, structured, dense, "
-                        "proxy_prm, prm); a run uses its own")
+                   help="reward system to report as native_reward (sparse, structured, dense, proxy_prm, prm): "
+                        "needed with --base; for a run it replaces the run's own (e.g. a run trained with your own "
+                        "reward function, which the suite cannot rerun)")
     p.add_argument("--native-reward-model", metavar="DIR",
-                   help="with --base: reward-model folder of a model-based --native-reward")
+                   help="reward-model folder of a model-based --native-reward")
     p.add_argument("--data-dir", metavar="DIR",
                    help="local copies of the real data sets (DIR/gsm8k/test.jsonl, DIR/math500/test.jsonl; "
                         "default $RACE_DATA_DIR); without one they are downloaded from the hub when online")
@@ -74,7 +75,8 @@ def run(args) -> int:
                                native_reward_model=args.native_reward_model, **common)
         rows, where = doc["evaluations"], f"{args.out}/evaluations.json"
     else:
-        rows = runs.evaluate_run(args.run_dir, model=args.model, **common)
+        rows = runs.evaluate_run(args.run_dir, model=args.model, native_reward=args.native_reward,
+                                 native_reward_model=args.native_reward_model, **common)
         where = f"{args.run_dir}/report.json"
     for r in rows:
         err = f" ± {r['stderr']:.3f}" if r.get("stderr") is not None else ""

@@ -1,4 +1,7 @@
-"""`race report LEDGER --spec SPEC`: build the compute-allocation report v1 from a ledger."""
+"""`race report LEDGER --spec SPEC`: build the compute-allocation report v1 from a ledger;
+`race report --estimate SPEC`: build one from a paper's aggregate numbers; `race report
+REPORT...`: the paper table of checked reports. Every report built is validated before it is
+written: error findings refuse it (exit 1)."""
 
 from __future__ import annotations
 
@@ -41,27 +44,33 @@ output_format("markdown")(_table("markdown"))
 output_format("latex")(_table("latex"))
 
 
-@command("report", help="Build a compute-allocation report (v1 JSON) from a ledger and its run spec; or, given "
-                        "report files, print the compute-allocation table a paper should include.")
+@command("report", help="Build a compute-allocation report (v1 JSON) from a ledger and its run description, or "
+                        "from a paper's aggregate numbers (--estimate); or, given report files, print the "
+                        "compute-allocation table a paper should include.")
 def configure(p):
-    p.add_argument("ledger", nargs="+", metavar="LEDGER|REPORT",
+    p.add_argument("ledger", nargs="*", metavar="LEDGER|REPORT",
                    help="with --spec: the run's ledger.jsonl (one record per optimizer step); without --spec: one "
                         "or more report JSON files, each checked by race validate, printed as one table")
     p.add_argument("--spec", metavar="SPEC", default=None,
-                   help="run spec, YAML or JSON: policy, adapter, grpo, reward, engine, accounting, budget, label, "
-                        "seed (docs/report.md); required to build a report from a ledger")
+                   help="the run description, YAML or JSON: a cell (tasks/cells/*.yaml, the file race run takes) or "
+                        "an older run spec (grpo:, adapter: sections; docs/report.md); required to build a report "
+                        "from a ledger")
+    p.add_argument("--estimate", metavar="SPEC", default=None,
+                   help="build a report from aggregate numbers instead of a ledger: a cell YAML with the setup "
+                        "table's steps, mean_prompt_tokens and mean_completion_tokens (and optionally hardware), "
+                        "priced by the same accounting and marked provenance estimated (docs/paper-report.md)")
     p.add_argument("--output", "-o", metavar="FILE", default=None,
                    help="write the report to FILE atomically (default: standard output); the ledger path in the "
                         "report is relative to FILE's folder")
     p.add_argument("--evaluations", metavar="FILE", default=None,
                    help="JSON or JSONL file of evaluation rows {target, metric, value, n, ...} to include "
-                        "(e.g. what race evaluate wrote)")
+                        "(e.g. the rows race eval wrote)")
     p.add_argument("--created", metavar="DATETIME", default=None,
                    help="creation time to record (RFC 3339; default now), for reproducible reports")
     p.add_argument("--format", choices=sorted(FORMATS) or ["json"], default="json",
-                   help="output format. From a ledger: json is the report v1 document, markdown/latex its table row. "
-                        "From report files: the table (total FLOPs and its split, p, tokens per phase, model size, "
-                        "reward system, accounting convention, scores) as markdown, latex or json")
+                   help="output format. From a ledger or an estimate: json is the report v1 document, markdown/latex "
+                        "its table row. From report files: the table (total FLOPs and its split, p, tokens per phase, "
+                        "model size, reward system, accounting convention, scores) as markdown, latex or json")
     return run
 
 
@@ -87,44 +96,100 @@ def _read_evaluations(path: str) -> list[dict]:
     return rows
 
 
+class ReportRefused(RaceError):
+    """A report that would not pass `race validate`: nothing is written, exit 1."""
+
+    exit_code = 1
+
+
+def _validated(report: dict, base_dir, name: str) -> None:
+    """Run the validator on a report about to be written (with its ledger, as race validate
+    would): warnings go to stderr, error findings refuse it."""
+    from ...validate import validate_report
+
+    findings = validate_report(report, base_dir=base_dir, file=name)
+    for f in findings:
+        print(f"race report: {f.severity}: {f.rule_id} at {f.path}: {f.message}\n  hint: {f.hint}", file=sys.stderr)
+    errors = [f for f in findings if f.severity == "error"]
+    if errors:
+        raise ReportRefused(f"the report has {len(errors)} error finding(s) ({', '.join(f.rule_id for f in errors)}); "
+                            "nothing was written",
+                            "make the run description match the run (engine profile, attention, adapter, reward "
+                            "model, steps), or check the ledger")
+
+
+def _looks_like_ledger(path: str) -> bool:
+    """A .jsonl file, or one whose first line is a ledger record: what a report table never takes."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix == ".jsonl":
+        return True
+    try:
+        with open(p, "rb") as f:
+            first = f.readline(1 << 16)
+        import json
+
+        rec = json.loads(first)
+    except (OSError, ValueError):
+        return False
+    return isinstance(rec, dict) and {"step", "flops", "work"} <= rec.keys()
+
+
 def run(args) -> int:
     from pathlib import Path
 
     from ...atomic import write_text_atomic
-    from ...record.report import build_report
-    from ...record.runspec import load_run_spec
+    from ...record.report import build_estimate, build_report
+    from ...train.cell import load_cell, load_run_description
 
     out = Path(args.output) if args.output else None
-    if args.spec is None:           # report files in: the paper table out (suite.site.render)
+    if args.spec and args.estimate:
+        raise RaceError("--spec and --estimate build a report two different ways",
+                        "give --spec SPEC with the run's ledger, or --estimate SPEC alone")
+    if args.spec is None and args.estimate is None:   # report files in: the paper table out
         from ...site.tables import table_from_files
 
+        if not args.ledger:
+            raise RaceError("nothing to report", "race report LEDGER --spec SPEC, race report --estimate SPEC, or "
+                                                 "race report REPORT... for the paper table")
+        ledgers = [x for x in args.ledger if _looks_like_ledger(x)]
+        if ledgers:
+            raise RaceError(f"{ledgers[0]} is a ledger: a report is built from a ledger with its run description",
+                            f"race report {ledgers[0]} --spec CELL.yaml -o report.json (the cell the run was made "
+                            "from); without --spec race report prints the table of report JSON files")
         text = table_from_files(args.ledger, args.format)
         if out:
             write_text_atomic(out, text)
         else:
             sys.stdout.write(text)
         return 0
-    if len(args.ledger) != 1:
-        raise RaceError("--spec builds one report from one ledger", "pass a single LEDGER with --spec")
-    args.ledger = args.ledger[0]
-    spec = load_run_spec(args.spec)
     evaluations = _read_evaluations(args.evaluations) if args.evaluations else None
     if args.created is not None:
         from rfc3339_validator import validate_rfc3339
 
         if not validate_rfc3339(args.created):
             raise RaceError(f"--created {args.created!r} is not an RFC 3339 date-time", "e.g. 2026-11-29T20:00:00Z")
-    report = build_report(args.ledger, spec, report_dir=out.parent if out else Path.cwd(), created=args.created,
-                          evaluations=evaluations, warn=lambda m: print(f"race report: warning: {m}", file=sys.stderr))
-    if report["ledger"]["path"].startswith("../"):
-        print(f"race report: warning: the report lies outside the ledger's folder ({report['ledger']['path']}); "
-              "race validate refuses ledger paths that leave the report's folder: write the report beside the ledger",
-              file=sys.stderr)
+    base = out.parent if out else Path.cwd()
+    if args.estimate is not None:
+        if args.ledger:
+            raise RaceError("--estimate builds a report without a ledger", f"drop {args.ledger[0]}, or use --spec")
+        cell = load_cell(args.estimate, check_paths=False)
+        report = build_estimate(cell.run_spec(), cell.means(), created=args.created, evaluations=evaluations)
+    else:
+        if len(args.ledger) != 1:
+            raise RaceError("--spec builds one report from one ledger", "pass a single LEDGER with --spec")
+        # A report written outside its ledger's folder is refused by LEDGER-003 below.
+        report = build_report(args.ledger[0], load_run_description(args.spec), report_dir=base, created=args.created,
+                              evaluations=evaluations,
+                              warn=lambda m: print(f"race report: warning: {m}", file=sys.stderr))
+    _validated(report, base, str(out) if out else "<report>")
     text = FORMATS[args.format](report)
     if out:
         write_text_atomic(out, text)
         t = report["totals"]
-        print(f"wrote {out}: {t['steps']} steps, {t['flops']['total']:.4g} FLOPs "
+        how = report["provenance"]["method"]
+        print(f"wrote {out} ({how}): {t['steps']} steps, {t['flops']['total']:.4g} FLOPs "
               f"(rollout {t['shares']['rollout']:.1%}, update p = {t['update_share']:.1%}, "
               f"reward {t['shares']['reward']:.1%})", file=sys.stderr)
     else:

@@ -14,8 +14,8 @@ DEFAULT_SUBMISSIONS = "leaderboard/submissions"
 def configure(p):
     p.add_argument("report", metavar="REPORT", type=Path,
                    help="the compute-allocation report v1 (JSON) to submit; its ledger must sit at the report's "
-                        "ledger.path (relative to the report) and is stored at the same relative path in the "
-                        "submissions folder")
+                        "ledger.path (relative to the report); it is stored in the submissions folder under a name "
+                        "of its own (ledger-<sha256 prefix>.jsonl) and the stored report points at it")
     p.add_argument("--submissions", metavar="DIR", type=Path, default=Path(DEFAULT_SUBMISSIONS),
                    help=f"the submissions folder to add it to (default: {DEFAULT_SUBMISSIONS})")
     return run
@@ -27,7 +27,7 @@ def run(args) -> int:
     done = submit(args.report, args.submissions)
     print(f"submitted {args.report.name} as {done.id} -> {done.path.name}")
     if done.ledger:
-        print(f"  ledger stored as {done.ledger.relative_to(args.submissions.resolve())}")
+        print(f"  ledger stored as {done.ledger.name}")
     for f in done.findings:
         print(f"  {describe(f)}")
     return 0

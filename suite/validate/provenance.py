@@ -1,0 +1,121 @@
+"""Provenance rules: a report says how its numbers were obtained (provenance.method measured,
+imported or estimated), and the numbers must be what that method yields -- a run that trained
+at least one step, a ledger that accounts for every step the run declares, and no estimate
+from means presented as a per-step measurement."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .registry import Issue, rule
+
+MIN_IDENTICAL = 3
+"""Identical records from this many on are means, not measurements (a real step's lengths vary)."""
+
+
+def _method(doc: dict) -> str | None:
+    prov = doc.get("provenance")
+    return prov.get("method") if isinstance(prov, dict) else None
+
+
+def _declared(doc: dict) -> int | None:
+    prov = doc.get("provenance")
+    return prov.get("steps") if isinstance(prov, dict) else None
+
+
+def _ledger(ctx):
+    s = ctx.ledger
+    return s if s is not None and s.error is None else None
+
+
+@rule("PROV-001", title="the report accounts for no training step", requires=("totals",))
+def empty(ctx) -> Iterable[Issue]:
+    """A report describes a run that trained: a ledger with no records (or `totals.steps` = 0)
+    says nothing about where compute went, yet its zero FLOPs would pass every arithmetic rule.
+    An empty ledger usually means the report was built before the run wrote its first step, or
+    from the wrong file."""
+    doc = ctx.doc
+    s = _ledger(ctx)
+    records = s.records if s is not None else doc["ledger"]["records"] if ctx.section_ok("ledger") else None
+    if records == 0:
+        yield Issue("$.ledger.records", f"the ledger {doc['ledger']['path']!r} holds no step records: the report "
+                    "accounts for no training step",
+                    "build the report from the run's ledger after it trained (race report LEDGER --spec SPEC); with "
+                    "aggregate numbers only, use race report --estimate SPEC")
+    elif doc["totals"]["steps"] == 0:
+        yield Issue("$.totals.steps", "totals.steps is 0: the report accounts for no training step",
+                    "a report describes a run that trained at least one optimizer step")
+
+
+@rule("PROV-002", title="the ledger does not account for the declared steps", requires=("totals",))
+def declared_steps(ctx) -> Iterable[Issue]:
+    """Every optimizer step the run took must be in its numbers. `provenance.steps` declares
+    them (the engine's step count); without it, a measured ledger's own step numbers do.
+    *measured*: one record per optimizer step, so the record count equals the declared steps
+    (steps 1..N, none missing). *imported*: a log entry may cover several steps, so the last
+    logged step must be the declared one. *estimated*: `totals.steps` must be the declared
+    steps. A 300-step run with a one-record ledger (or a report claiming fewer steps than it
+    took) is refused."""
+    doc, method, declared = ctx.doc, _method(ctx.doc), _declared(ctx.doc)
+    hint = "build the report from the run's whole ledger, or declare the steps the run really took"
+    if method == "estimated":
+        if declared is not None and doc["totals"]["steps"] != declared:
+            yield Issue("$.totals.steps", f"totals.steps {doc['totals']['steps']:,} but provenance.steps declares "
+                        f"{declared:,}", "price every declared step (race report --estimate)")
+        return
+    if "ledger" not in doc or not ctx.section_ok("ledger"):
+        return
+    s = _ledger(ctx)
+    records = s.records if s is not None else doc["ledger"]["records"]
+    if not records or (s is not None and s.n_step_problems):
+        return  # PROV-001; ARITH-005 (steps out of order)
+    if method == "imported":
+        if declared is not None and s is not None and s.last_step != declared:
+            yield Issue("$.provenance.steps", f"the imported log ends at step {s.last_step:,} but the run declares "
+                        f"{declared:,} optimizer steps", "import the run's whole log")
+        return
+    if method not in (None, "measured"):
+        return
+    if method == "measured" and s is not None and s.last_step != records:
+        yield Issue("$.ledger.records", f"the ledger holds {records:,} step record(s) but its steps run to step "
+                    f"{s.last_step:,}: a measured ledger has one record per optimizer step, none missing", hint)
+    elif declared is not None and records != declared:
+        yield Issue("$.ledger.records", f"the ledger holds {records:,} step record(s) but the run declares "
+                    f"{declared:,} optimizer steps (provenance.steps)", hint)
+
+
+def _first_record(path) -> dict | None:
+    """The first line of a ledger as a record, read alone (a ledger can be huge)."""
+    from .. import jsonstrict
+
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(jsonstrict.MAX_LINE_BYTES + 1)
+        rec = jsonstrict.loads(line)
+    except (OSError, jsonstrict.JSONInputError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+@rule("PROV-003", title="an estimate from means is presented as a measurement", requires=("totals", "ledger"))
+def dressed_estimate(ctx) -> Iterable[Issue]:
+    """A measured (or imported) ledger records what each step really did, and real steps differ:
+    completion lengths vary from batch to batch. A ledger whose records are all identical (the
+    same tokens and work statistics in every step, from three records on) was written from
+    mean lengths -- an estimate dressed as a measurement. Label it as one: `race report
+    --estimate` marks it `provenance.method = estimated` and needs no ledger."""
+    if _method(ctx.doc) == "estimated":
+        return
+    s = _ledger(ctx)
+    if s is None or s.records < MIN_IDENTICAL or s.problems or s.torn is not None:
+        return
+    first = _first_record(ctx.ledger_path)
+    if first is None or not isinstance(first.get("work"), dict) or not isinstance(first.get("tokens"), dict):
+        return
+    n = s.records
+    same = all(s.tokens.get(k, 0) == n * v for k, v in first["tokens"].items()) \
+        and set(s.work) == set(first["work"]) and all(s.work[k] == n * v for k, v in first["work"].items())
+    if same:
+        yield Issue("$.ledger.path", f"all {n:,} ledger records are identical (the same tokens and work in every "
+                    f"step): these numbers come from means, not a per-step measurement",
+                    "mark it as what it is: race report --estimate SPEC (provenance.method estimated, no ledger)")
