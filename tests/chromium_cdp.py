@@ -88,11 +88,14 @@ class Browser:
             raise RuntimeError(f"page script failed: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    def screenshot(self, path: Path) -> bytes:
-        """Save a PNG of the whole page."""
-        r = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+    def screenshot(self, path: Path | None = None, clip: dict | None = None) -> bytes:
+        """A PNG of the whole page, or of `clip` ({x, y, width, height} in CSS pixels of the
+        page); saved to `path` when given."""
+        kw = {"clip": {**clip, "scale": 1}} if clip else {}
+        r = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, **kw)
         data = base64.b64decode(r["data"])
-        Path(path).write_bytes(data)
+        if path is not None:
+            Path(path).write_bytes(data)
         return data
 
     def close(self) -> None:
@@ -108,3 +111,42 @@ class Browser:
                     self.proc.kill()
                     self.proc.wait()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows) of an 8-bit RGB or RGBA PNG, rows as raw bytes (RGB or RGBA per
+    pixel): enough of a decoder to check a screenshot's pixels without an imaging library."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6) and body[12] == 0, "only 8-bit RGB(A), not interlaced"
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, [bytes(r) if bpp == 3 else bytes(r[i] for i in range(len(r)) if i % 4 != 3) for r in rows]

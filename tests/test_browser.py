@@ -1,7 +1,9 @@
 """The built leaderboard in a real browser: Debian's chromium, headless, driven over the Chrome
 DevTools Protocol. Clicks a column header (the row order changes), applies filters (only the
-matching rows stay), saves a screenshot, and loads hostile submissions whose every free-text
-field is a script/markup payload: none of them may run.
+matching rows stay; reference cells apart from submitted runs), checks that the board shows
+where compute went -- a stacked bar per row whose segments read apart in greyscale in the
+screenshot's own pixels, full run names, every column inside 1400 px -- and loads hostile
+submissions whose every free-text field is a script/markup payload: none of them may run.
 
 In CI (CI set) a missing chromium is a failure; elsewhere the test is skipped with the reason.
 Install it with scripts/install-browser.sh."""
@@ -19,7 +21,7 @@ import pytest
 
 from suite.site import leaderboard as lb
 
-from chromium_cdp import Browser, find_chromium
+from chromium_cdp import Browser, find_chromium, png_pixels
 from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, valid_examples, variant
 
 SCORES = (0.12, 0.87, 0.45, 0.66, 0.31, 0.95, 0.08, 0.52)
@@ -57,19 +59,25 @@ def site(tmp_path_factory):
     subs, out = root / "submissions", root / "site"
     subs.mkdir()
     for d in examples:                       # the ledgers the reports are checked against
-        shutil.copy(EXAMPLES / d["ledger"]["path"], subs / d["ledger"]["path"])
+        if "ledger" in d:
+            shutil.copy(EXAMPLES / d["ledger"]["path"], subs / d["ledger"]["path"])
 
     def no_errors(doc: dict) -> bool:
         return not lb.errors_of(lb.validate(doc, base_dir=subs))
 
     docs = [variant(examples[i % len(examples)], i, score=s) for i, s in enumerate(SCORES)]
+    measured = next(d for d in docs if (d.get("provenance") or {}).get("method") == "measured")
+    reference = variant(measured, 99)                                   # one of the suite's own cells
+    reference["provenance"]["reference_cell"] = "s-sparse"
+    reference["run"]["label"] = "reference cell s-sparse, a tiny policy on 2 CPU cores"
+    docs.append(reference)
     bad, carried = hostile(examples[0], accept=no_errors)
     bad2, _ = hostile(examples[-1], accept=no_errors)
     for d in (*docs, bad, bad2):
         (subs / f"{lb.submission_id(d)}.json").write_text(json.dumps(d))
     (subs / "broken.json").write_text("{ this is not json")
     summary = lb.build(subs, out)
-    return {"out": out, "summary": summary, "docs": docs, "hostile": bad, "carried": carried,
+    return {"out": out, "summary": summary, "docs": docs, "hostile": bad, "carried": carried, "reference": reference,
             "n": len({lb.submission_id(d) for d in (*docs, bad, bad2)})}
 
 
@@ -182,3 +190,105 @@ def test_hostile_submission_renders_as_text(browser, site):
     # The main page's own script still ran (sorting works) under the page's CSP.
     b.open((out / "index.html").as_uri())
     assert b.eval("document.getElementById('shown').textContent") == str(site["n"])
+
+
+def _luma(png: bytes) -> list[float]:
+    """Grey levels (ITU-R 601 luma) of every pixel of a PNG: what a reader without colour sees."""
+    _, _, rows = png_pixels(png)
+    return [0.299 * r[i] + 0.587 * r[i + 1] + 0.114 * r[i + 2] for r in rows for i in range(0, len(r), 3)]
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    return mean, (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+
+def test_the_board_shows_where_compute_went(browser, site, tmp_path):
+    b, out = browser, site["out"]
+    b.open((out / "index.html").as_uri())
+    heads = b.eval("Array.from(document.querySelectorAll('#board thead th')).map(th => th.textContent.trim())")
+    for label in ("run", "steps", "rollout / update / reward", "update share p", "engine profile", "attention",
+                  "provenance"):
+        assert label in heads, label
+    assert sum("share" in h for h in heads) == 1                 # one update-share column, no per-phase ones
+    assert not any(h in heads for h in ("rollout FLOPs", "update FLOPs", "reward FLOPs"))
+
+    # Every column fits a 1400 px window: nothing scrolls sideways, none is cut.
+    assert b.eval("window.innerWidth") == 1400
+    assert b.eval("document.querySelector('.table-wrap').scrollWidth <= document.querySelector('.table-wrap')"
+                  ".clientWidth && document.documentElement.scrollWidth <= window.innerWidth")
+    assert b.eval("Array.from(document.querySelectorAll('#board th')).every(th => th.getBoundingClientRect().right"
+                  " <= window.innerWidth)")
+
+    # Full run names: the text is the whole label, and no cell clips it.
+    names = b.eval("Array.from(document.querySelectorAll('#board td.run')).map(td => [td.textContent.trim(),"
+                   " td.scrollWidth <= td.clientWidth, td.title])")
+    labels = {d["run"]["label"] for d in site["docs"]}
+    shown = {n for n, _, _ in names}
+    assert labels <= shown
+    assert all(fits and name in title for name, fits, title in names)
+
+    # A bar per row whose segments are the phase shares, with the shares as text beside it.
+    rows = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).map(tr => { const td ="
+                  " tr.querySelector('td.split'); const w = td.querySelector('svg').getBoundingClientRect().width;"
+                  " return [tr.querySelector('td.run').textContent.trim(), td.querySelector('.shares').textContent,"
+                  " Object.fromEntries(Array.from(td.querySelectorAll('rect')).map(r => [r.getAttribute('class'),"
+                  " r.getBoundingClientRect().width / w]))]; })")
+    by_label = {d["run"]["label"]: d for d in site["docs"]}
+    checked = 0
+    for name, text, segs in rows:
+        d = by_label.get(name)
+        if d is None:
+            continue
+        for ph, short in (("rollout", "R"), ("update", "U"), ("reward", "W")):
+            share = d["totals"]["shares"][ph]
+            assert f"{short} {100 * share:.1f}%" in text
+            assert abs(segs.get(f"seg-{ph}", 0.0) - share) < 0.01, (name, ph, segs)
+        checked += 1
+    assert checked == len(site["docs"])
+
+    # The screenshot itself: in grey levels alone the three segments read apart -- rollout a flat
+    # fill, update hatched (light and dark stripes), reward a light ground with dark dots.
+    png = b.screenshot(tmp_path / "board.png")
+    assert struct.unpack(">II", png[16:24])[0] == 1400
+    prm = next(d for d in site["docs"] if d["totals"]["shares"]["reward"] > 0.1)
+    b.eval("window.scrollTo(0, 0)")
+    greys = {}
+    for ph in ("rollout", "update", "reward"):
+        box = b.eval(f"(() => {{ const tr = Array.from(document.querySelectorAll('#board tbody tr')).find(tr =>"
+                     f" tr.querySelector('td.run').textContent.trim() === {json.dumps(prm['run']['label'])});"
+                     f" const r = tr.querySelector('rect.seg-{ph}').getBoundingClientRect();"
+                     f" return {{x: r.x + 2, y: r.y + 2, width: r.width - 4, height: r.height - 4}}; }})()")
+        assert box["width"] > 8 and box["height"] > 4, (ph, box)
+        greys[ph] = _stats(_luma(b.screenshot(clip=box)))
+    (r_mean, r_sd), (u_mean, u_sd), (w_mean, w_sd) = greys["rollout"], greys["update"], greys["reward"]
+    assert r_sd < 3 and u_sd > 25 and w_sd > 10, greys          # flat, striped, dotted
+    assert w_mean > u_mean + 15 and w_mean > r_mean + 40, greys   # the reward ground is the lightest
+    keep = os.environ.get("RACE_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(tmp_path / "board.png", Path(keep) / "board.png")
+
+
+def test_reference_cells_filter_apart_from_submitted_runs(browser, site):
+    b = browser
+    b.open((site["out"] / "index.html").as_uri())
+    options = b.eval("Array.from(document.querySelectorAll('#filter-origin option')).map(o => o.value)")
+    assert options == ["", "submitted run", "reference cell"]
+    for value, want in (("reference cell", 1), ("submitted run", site["n"] - 1)):
+        b.eval(f"(() => {{ const s = document.getElementById('filter-origin'); s.value = {json.dumps(value)};"
+               " s.dispatchEvent(new Event('change')); })()")
+        visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).filter(r => !r.hidden)"
+                         ".map(r => [r.getAttribute('data-origin'), r.querySelector('td.run').textContent.trim()])")
+        assert len(visible) == want and {o for o, _ in visible} == {value}
+    assert visible and site["reference"]["run"]["label"] not in {n for _, n in visible}
+
+
+def test_run_page_shows_notes_and_provenance(browser, site):
+    b = browser
+    est = next(d for d in site["docs"] if d["provenance"]["method"] == "estimated")
+    b.open((site["out"] / "s" / f"{lb.submission_id(est)}.html").as_uri())
+    assert b.eval("document.querySelector('p.notes').textContent") == est["run"]["notes"]
+    assert b.eval("document.querySelector('strong.provenance').textContent") == "estimated"
+    text = b.eval("document.body.textContent")
+    assert "there is no per-step ledger" in text and "of their peak" in text
+    assert b.eval("document.querySelectorAll('svg.split rect').length") >= 2

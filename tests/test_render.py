@@ -60,12 +60,15 @@ def test_main_table_has_every_required_column(tmp_path):
     render.build_site(entries_of(docs), tmp_path)
     html = (tmp_path / "index.html").read_text()
     heads = re.findall(r'<button type="button">([^<]*)</button>', html)
-    for label in ("model", "model size", "reward system", "LoRA rank", "K", "total FLOPs", "rollout FLOPs",
-                  "update FLOPs", "reward FLOPs", "rollout share", "update share", "reward share",
-                  "update share p", "gsm8k-250 · pass@1", "math500-250 · process_judge"):
+    for label in ("run", "model", "model size", "reward system", "LoRA rank", "K", "steps", "total FLOPs",
+                  "rollout / update / reward", "update share p", "engine profile", "attention", "provenance",
+                  "gsm8k-250 · pass@1", "math500-250 · process_judge"):
         assert label in heads, label
+    # The split is one bar column (no per-phase FLOPs or share columns), and p is one column.
+    assert [h for h in heads if "share" in h] == ["update share p"] and not [h for h in heads if "FLOPs" in h
+                                                                          and h != "total FLOPs"]
     # Every row has one cell per header; missing scores sort last (empty data-sort).
-    rows = re.findall(r"<tr data-size.*?</tr>", html, re.S)
+    rows = re.findall(r"<tr data-origin.*?</tr>", html, re.S)
     assert len(rows) == 2
     assert all(r.count("<td") == len(heads) for r in rows)
     assert 'class="num missing" data-sort=""' in html
@@ -78,7 +81,7 @@ def test_default_views_sort_by_total_and_by_update_share(tmp_path):
     render.build_site(entries_of(docs), tmp_path)
 
     def order(page):
-        return re.findall(r'<td class="text" data-sort="([^"]*)"><a', (tmp_path / page).read_text())
+        return re.findall(r'<td class="text run" data-sort="([^"]*)"', (tmp_path / page).read_text())
 
     assert order("index.html") == ["big-low-p", "mid", "small-high-p"]
     assert order("allocation.html") == ["small-high-p", "mid", "big-low-p"]
@@ -93,8 +96,35 @@ def test_filters_offer_sizes_rewards_and_bands(tmp_path):
     options = dict(re.findall(r'<select name="(\w+)".*?</select>', html, re.S) and
                    [(m[0], re.findall(r'<option value="([^"]+)"', m[1]))
                     for m in re.findall(r'<select name="(\w+)"(.*?)</select>', html, re.S)])
-    assert options == {"size": ["1.5B", "7.6B"], "reward": ["prm", "sparse"], "band": ["5.0e16–2.0e17", "1e19–1e20"]}
+    assert options == {"origin": ["submitted run"], "size": ["1.5B", "7.6B"], "reward": ["prm", "sparse"],
+                       "band": ["5.0e16–2.0e17", "1e19–1e20"], "provenance": ["not stated"]}
     assert 'data-size="7.6B" data-reward="prm" data-band="1e19–1e20"' in html
+
+
+def test_rows_carry_provenance_origin_notes_and_a_bar(tmp_path):
+    est = made_up_report(run_id="est", label="a run whose long name must show in full, never cut", p=0.25,
+                         reward_share=0.1)
+    est["schema_version"] = "1.1"
+    est["provenance"] = {"method": "estimated", "steps": 10, "means": {"prompt_tokens": 200, "completion_tokens": 900}}
+    est["run"]["notes"] = "evaluation values are illustrative"
+    ref = made_up_report(run_id="ref")
+    ref["schema_version"] = "1.1"
+    ref["provenance"] = {"method": "imported", "source": {"engine": "verl", "file": "m.jsonl", "fields": ["x"]},
+                         "reference_cell": "s-sparse"}
+    rows = [render.row_from_report(d, id=d["run"]["id"]) for d in (est, ref)]
+    assert [(r.provenance, r.origin) for r in rows] == [("estimated", "submitted run"),
+                                                        ("imported (verl)", "reference cell")]
+    assert rows[0].notes == "evaluation values are illustrative" and rows[0].steps == 10
+    bar = charts.split_bar(rows[0].shares)
+    assert [(s["phase"], s["x"], s["width"]) for s in bar] == [("rollout", 0.0, 65.0), ("update", 65.0, 25.0),
+                                                               ("reward", 90.0, 10.0)]
+    render.build_site(entries_of([est, ref]), tmp_path)
+    html = (tmp_path / "index.html").read_text()
+    assert ">a run whose long name must show in full, never cut</a>" in html
+    assert "R 65.0% · U 25.0% · W 10.0%" in html and 'fill="url(#fill-update)"' in html
+    assert 'data-origin="reference cell"' in html and 'data-provenance="imported (verl)"' in html
+    page = (tmp_path / "s" / "id000.html").read_text()
+    assert '<p class="notes">evaluation values are illustrative</p>' in page and "no per-step ledger" in page
 
 
 def test_hostile_strings_render_as_text_everywhere(tmp_path):

@@ -26,6 +26,23 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
 
 
+PHASE_SHORT = {"rollout": "R", "update": "U", "reward": "W"}
+"""One-letter labels of the phases, printed beside the bars (they read without colour)."""
+
+
+def split_bar(shares: dict[str, float]) -> list[dict]:
+    """Segments of a row's stacked rollout / update / reward bar, left to right on a 0..100
+    scale: {phase, short, share, x, width}. Each phase also has its own fill pattern in the
+    templates, so the split reads without colour."""
+    out, x = [], 0.0
+    for ph in PHASES:
+        share = max(0.0, float(shares.get(ph, 0.0)))
+        width = round(100.0 * share, 2)
+        out.append({"phase": ph, "short": PHASE_SHORT[ph], "share": share, "x": round(x, 2), "width": width})
+        x += width
+    return out
+
+
 def phase_chart(steps: Sequence[int], per_step: Sequence[dict[str, int]], max_points: int = 400) -> dict:
     """Geometry of the stacked phase chart: FLOPs per optimizer step, rollout at the bottom, then
     update, then reward. Long ledgers are averaged into at most `max_points` bins."""

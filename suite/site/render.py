@@ -27,7 +27,8 @@ from .. import __version__, paths
 from ..accounting import PHASES
 from ..errors import RaceError
 from ..record.report import Report
-from .charts import frontier_charts, phase_chart
+from ..record.runspec import Hardware
+from .charts import frontier_charts, phase_chart, split_bar
 from .formatting import all_score_keys, fixed, pct, safe_href, sci, score_key, size_label, thousands
 
 # --------------------------------------------------------------------------- rows
@@ -58,11 +59,22 @@ class Row:
     engine: str                  #: run.engine name + version
     budget_band: str             #: declared band, else the decade of the total
     scores: dict[str, float] = field(default_factory=dict)  #: 'target · metric' -> value
+    engine_profile: str = ""     #: accounting.engine_profile: which passes were counted (trl, trl-cpu, verl, ...)
+    provenance: str = ""         #: how the numbers were obtained: measured, imported (engine), estimated, not stated
+    origin: str = "submitted run"  #: "reference cell" for the suite's own tiny cells, else "submitted run"
+    notes: str = ""              #: run.notes
+    hardware: Hardware | None = None  #: the hardware section, if any (accelerator, count, peak, time)
+    seconds: dict[str, float] = field(default_factory=dict)  #: totals.seconds per phase, when given
 
     @property
     def total_flops(self) -> int:
         """C_total."""
         return self.flops["total"]
+
+    @property
+    def utilization(self) -> float | None:
+        """Total FLOPs over the declared accelerators' peak for the time held; None without hardware."""
+        return None if self.hardware is None else self.hardware.utilization(self.total_flops)
 
     @property
     def series(self) -> str:
@@ -83,6 +95,15 @@ def band_label(report: Report) -> str:
     return f"1e{e}–1e{e + 1}"
 
 
+def provenance_label(r: Report) -> str:
+    """How a run's numbers were obtained, as the leaderboard says it."""
+    method = r.provenance_method
+    if method == "imported":
+        engine = (r.provenance.get("source") or {}).get("engine")
+        return f"imported ({engine})" if engine else "imported"
+    return method or "not stated"
+
+
 def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
     """Read a report v1 (a document or a suite.record.report.Report) into a Row. Raises
     RaceError naming the field on a document that is not schema-valid: validate first."""
@@ -101,7 +122,7 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         adapter=r.adapter_type,
         lora_rank=r.lora_rank,
         group_size=r.group_size,
-        steps=r.steps,
+        steps=r.declared_steps,
         flops=r.flops,
         shares=r.shares,
         update_share=r.update_share,
@@ -111,6 +132,12 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         engine=r.engine,
         budget_band=band_label(r),
         scores={score_key(t, m): v for (t, m), v in r.scores().items()},
+        engine_profile=str(acc["engine_profile"]),
+        provenance=provenance_label(r),
+        origin="reference cell" if r.reference_cell else "submitted run",
+        notes=r.notes,
+        hardware=r.hardware,
+        seconds=dict(r.doc["totals"].get("seconds") or {}),
     )
 
 
@@ -118,23 +145,31 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
 
 @dataclass(frozen=True)
 class Cell:
-    """What a table cell shows (text), how it sorts (sort: a number or text, '' = missing) and
-    an optional tooltip."""
+    """What a table cell shows (text), how it sorts (sort: a number or text, '' = missing), an
+    optional tooltip, and for the split column the bar's segments (suite.site.charts.split_bar)."""
 
     text: str
     sort: str
     title: str = ""
+    bar: tuple = ()
 
 
 @dataclass(frozen=True)
 class Column:
-    """A main-table column: a stable key, a header label and how to read a cell from a row."""
+    """A main-table column: a stable key, a header label and how to read a cell from a row.
+    `kind`: "run" (a link to the run's page), "split" (the stacked phase bar), "" (text)."""
 
     key: str
     label: str
     cell: Callable[[Row], Cell]
     numeric: bool = False
     title: str = ""
+    kind: str = ""
+
+    @property
+    def css(self) -> str:
+        """The column's class in the stylesheet (its minimum width): col-<key>, col-score for scores."""
+        return "col-score" if self.key.startswith("score:") else f"col-{self.key}"
 
 
 def _num(v: float | int | None, text: Callable[[Any], str], title: str = "") -> Cell:
@@ -145,25 +180,46 @@ def _flops_cell(v: int) -> Cell:
     return Cell(sci(v), str(v), f"{v:,} FLOPs")
 
 
+def _split_cell(r: Row) -> Cell:
+    """The stacked rollout/update/reward bar with its shares as text (readable without colour)."""
+    bar = split_bar(r.shares)
+    text = " · ".join(f"{s['short']} {pct(s['share'])}" for s in bar)
+    title = "; ".join(f"{s['phase']} {pct(s['share'])} ({sci(r.flops[s['phase']])} FLOPs)" for s in bar)
+    return Cell(text, repr(r.shares["rollout"]), title, tuple(bar))
+
+
+def _text(v: str, title: str = "") -> Cell:
+    return Cell(v, v, title)
+
+
+# Room for more: a column is one entry here (e.g. achieved FLOP/s from Row.achieved_flops_per_s).
 def columns(score_keys: Sequence[str]) -> list[Column]:
     """The main table's columns, in order; one per evaluation target after the fixed ones."""
     cols = [
-        Column("run", "run", lambda r: Cell(r.run_name, r.run_name)),
-        Column("model", "model", lambda r: Cell(r.model, r.model)),
+        Column("run", "run", lambda r: _text(r.run_name, f"{r.run_name} (run id {r.run_id})"), kind="run"),
+        Column("model", "model", lambda r: _text(r.model)),
         Column("size", "model size", lambda r: Cell(r.size_label, str(r.params), f"{r.params:,} parameters"),
                numeric=True),
-        Column("reward", "reward system", lambda r: Cell(r.reward_system, r.reward_system, r.reward_kind)),
+        Column("reward", "reward system", lambda r: _text(r.reward_system, r.reward_kind)),
         Column("rank", "LoRA rank", lambda r: Cell("full", "1e99", "full fine-tuning") if r.lora_rank is None
                else Cell(str(r.lora_rank), str(r.lora_rank)), numeric=True),
         Column("k", "K", lambda r: Cell(str(r.group_size), str(r.group_size)), numeric=True,
                title="completions per prompt (GRPO group size)"),
+        Column("steps", "steps", lambda r: Cell(thousands(r.steps), str(r.steps)), numeric=True,
+               title="optimizer steps the run took"),
         Column("total", "total FLOPs", lambda r: _flops_cell(r.flops["total"]), numeric=True),
+        Column("split", "rollout / update / reward", _split_cell, kind="split",
+               title="where the FLOPs went: rollout (R), update (U) and reward (W) shares of the total; sorts by "
+                     "rollout share"),
+        Column("p", "update share p", lambda r: _num(r.update_share, lambda v: fixed(v, 3)),
+               numeric=True, title="p = C_update / C_total"),
+        Column("engine", "engine profile", lambda r: _text(r.engine_profile, f"{r.engine}; counted as {r.accounting}"),
+               title="accounting engine profile: which passes were counted"),
+        Column("attention", "attention", lambda r: _text(r.attention), title="attention FLOP convention"),
+        Column("provenance", "provenance", lambda r: _text(r.provenance, r.origin),
+               title="how the numbers were obtained: measured (a per-step ledger), imported (an engine's log) or "
+                     "estimated (aggregate numbers)"),
     ]
-    for ph in PHASES:
-        cols.append(Column(ph, f"{ph} FLOPs", lambda r, ph=ph: _flops_cell(r.flops[ph]), numeric=True))
-        cols.append(Column(f"{ph}_share", f"{ph} share", lambda r, ph=ph: _num(r.shares[ph], pct), numeric=True))
-    cols.append(Column("p", "update share p", lambda r: _num(r.update_share, lambda v: fixed(v, 3)),
-                       numeric=True, title="p = C_update / C_total"))
     for key in score_keys:
         cols.append(Column(f"score:{key}", key, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
                            numeric=True))
@@ -314,10 +370,12 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
               "csp": {"style": _csp_hash(css), "script": _csp_hash(js)}}
     size_order = sorted({(r.params, r.size_label) for r in rows})
     filters = [
+        {"name": "origin", "label": "runs", "options": sorted({r.origin for r in rows}, reverse=True)},
         {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
         {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
         {"name": "band", "label": "budget band",
          "options": sorted({r.budget_band for r in rows}, key=_band_order)},
+        {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
     ]
     views = {
         "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
@@ -344,12 +402,14 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
                    "tokens": (totals["tokens"]["rollout_prompt"] + totals["tokens"]["rollout_completion"])
                    if ph == "rollout" else totals["tokens"][ph]} for ph in PHASES]
         sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
-                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger")
+                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
+                              "provenance", "hardware")
                     if k in e.doc]
         _write(out / e.row.page, page.render(
             **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
-            findings=list(e.findings), chart=chart, ledger_name=e.doc["ledger"]["path"],
-            ledger_note=e.ledger_note, sections=sections))
+            findings=list(e.findings), chart=chart, ledger_name=(e.doc.get("ledger") or {}).get("path", ""),
+            ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
+            provenance=e.doc.get("provenance") or {}))
     _swap_in(out, final)
     return {"pages": 3 + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}
