@@ -90,3 +90,30 @@ def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, cap
     from suite.validate import validate_report
 
     assert [f for f in validate_report(report) if f.severity == "error"] == []
+
+
+def test_race_eval_on_the_trl_integration_docs_example_run(tmp_path, monkeypatch, capsys):
+    """docs/trl-integration.md's run (a Python reward function the suite cannot rerun): the
+    ledger saved its adapter, and --native-reward picks the reward system to score with."""
+    import re
+
+    import torch
+
+    from suite.cli import main
+    from suite.paths import home
+
+    torch.set_num_threads(1)
+    for var in targets.OFFLINE_VARS:
+        monkeypatch.delenv(var, raising=False)
+    code = re.search(r"```python\n(.*?)```", (home() / "docs" / "trl-integration.md").read_text(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/trl-integration.md", "exec"), {})
+    run = tmp_path / "runs" / "example"
+    assert main(["eval", str(run), "--limit", "8", "--threads", "1"]) == 2
+    assert "--native-reward" in capsys.readouterr().err
+    assert main(["eval", str(run), "--limit", "8", "--threads", "1", "--native-reward", "sparse"]) == 0
+    report = json.loads((run / "report.json").read_text())
+    got = {(r["target"], r["metric"]) for r in report["evaluations"]}
+    for t in targets.DEFAULT_TARGETS:
+        assert {(f"{t}:first-8", m) for m in ev.METRICS} <= got
+    assert main(["validate", str(run / "report.json")]) == 0

@@ -159,3 +159,26 @@ def test_race_report_help_is_complete():
     assert r.returncode == 0
     for flag in ("--spec", "--output", "--evaluations", "--created", "--format"):
         assert flag in r.stdout
+
+
+def test_report_docs_python_blocks_run_as_written(tmp_path):
+    """docs/report.md's Python blocks, in order, in a fresh interpreter from an empty folder:
+    an import path that moved (suite.report.write_json_atomic did) fails here."""
+    import re
+
+    from suite.paths import home
+
+    blocks = re.findall(r"```python\n(.*?)```", (home() / "docs" / "report.md").read_text(), re.S)
+    assert len(blocks) >= 4
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    r = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "3 records; None" in r.stdout and "measured 3 p = " in r.stdout
+    assert r.stdout.strip().splitlines()[-1].startswith("qwen1.5b-r64-sparse,")
+    from suite.cli import main
+
+    assert main(["validate", "--strict", str(tmp_path / "runs" / "a" / "report.json")]) == 0
+    # The same description through the CLI: the cell YAML is the run description.
+    assert main(["report", str(tmp_path / "runs" / "a" / "ledger.jsonl"), "--spec",
+                 str(tmp_path / "runs" / "a" / "cell.yaml"), "-o", str(tmp_path / "runs" / "a" / "again.json")]) == 0

@@ -121,3 +121,27 @@ def test_refuses_to_overwrite_a_run_and_resume_needs_one(tmp_path, policy, capsy
     assert "already holds a run" in capsys.readouterr().err
     assert main(["run", "--resume", str(tmp_path / "empty")]) == 2
     assert "no run to resume" in capsys.readouterr().err
+
+
+def test_two_runs_with_their_ledger_jsonl_submit_into_one_folder(tmp_path, policy, capsys):
+    """Every race run names its ledger ledger.jsonl; race submit stores each under a name of its own."""
+    import json
+
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    for seed in (1, 2):
+        cell = write_cell(tmp_path / f"cell-{seed}.yaml", policy, seed=seed, label=f"tiny seed {seed}")
+        out = tmp_path / f"run-{seed}"
+        assert main(["run", str(cell), "--out", str(out), "--max-steps", "2", "--no-progress"]) == 0
+        assert (out / "ledger.jsonl").is_file() and (out / "adapter" / "adapter_config.json").is_file()
+        report = json.loads((out / "report.json").read_text())
+        assert report["provenance"] == {"method": "measured", "recorder": "race RaceLedger (TRL callback)",
+                                        "steps": 2}
+        assert main(["submit", str(out / "report.json"), "--submissions", str(subs)]) == 0
+    capsys.readouterr()
+    stored = sorted(subs.glob("*.json"))
+    assert len(stored) == 2 and len(list(subs.glob("ledger-*.jsonl"))) == 2
+    assert {json.loads(p.read_text())["ledger"]["path"] for p in stored} == {p.name for p in subs.glob("ledger-*")}
+    assert main(["validate", "--strict", str(subs)]) == 0
+    assert main(["leaderboard", "build", "--submissions", str(subs), "--out", str(tmp_path / "site")]) == 0
+    assert "2 submission(s) listed, 0 skipped" in capsys.readouterr().out

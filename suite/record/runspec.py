@@ -70,8 +70,7 @@ class Hardware:
     def from_dict(cls, d: Mapping[str, Any], where: str = "hardware") -> "Hardware":
         """Checked against the report schema's `hardware` section; RaceError naming the field."""
         d = {k: v for k, v in d.items() if v is not None} if isinstance(d, Mapping) else d
-        schemas.check_report_section(d, "hardware", where)
-        return cls(**d)
+        return cls(**schemas.report_section(d, "hardware", where))
 
     @property
     def accelerator_seconds(self) -> float:

@@ -172,11 +172,14 @@ def _section_validator(section: str):
                                 format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
-def check_report_section(doc: Any, section: str, where: str) -> None:
-    """Check a section a spec file gives verbatim for the report (e.g. `hardware`) against the
-    report schema's own subschema: one contract, one line for the first problem."""
+def report_section(doc: Any, section: str, where: str) -> Any:
+    """A section a spec file gives verbatim for the report (e.g. `hardware`), its numbers
+    parsed (YAML reads 9.89e14 as text) and checked against the report schema's own subschema:
+    one contract, one line for the first problem. Returns the parsed section."""
+    doc = _parse_numbers(doc, inline_refs(load(REPORT))["properties"][section])
     _first_problem(_section_validator(section).iter_errors(doc), where,
                    f"see `{section}` in schemas/report-v1.schema.json")
+    return doc
 
 
 def _first_problem(errors, where: str, default_hint: str | None) -> None:
@@ -261,4 +264,4 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "report_problems", "check_report", "check_report_section", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
+           "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
