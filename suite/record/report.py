@@ -1,3 +1,4 @@
+# Over 500 lines: the one module that reads and writes report.json: the typed Report, built from a ledger or from means.
 """The compute-allocation report v1: built from a ledger, read, changed and written through
 this one module (nothing else parses or writes report.json).
 

@@ -164,7 +164,7 @@ def _run_spec_from_dict(d: Mapping[str, Any], base: Path | None = None) -> RunSp
                    label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
                    evaluations=tuple(dict(e) for e in d.get("evaluations") or ()), steps=d.get("steps"),
                    hardware=Hardware.from_dict(d["hardware"], "run spec: hardware") if d.get("hardware") else None,
-                   notes=d.get("notes"))
+                   notes=d.get("notes"), reference_cell=d.get("reference_cell"))
 
 
 def beside(value: str, base: Path | None) -> str:

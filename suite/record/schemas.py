@@ -229,7 +229,7 @@ def _explain(err) -> tuple[str, str | None]:
             "maximum": f"{{field}} must be <= {node.get('maximum')}, got {{value!r}}",
             "minItems": "{field} must not be empty", "minProperties": "{field} must not be empty",
             "uniqueItems": "{field} must not repeat a value, got {value!r}",
-        }.get(err.validator, f"{{field}}: {err.message}")
+        }.get(err.validator, "{field}: " + err.message.replace("{", "{{").replace("}", "}}"))
     return template.format(field=field, value=err.instance, key=path[-1] if path else ""), node.get("x-hint")
 
 

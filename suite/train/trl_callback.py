@@ -1,3 +1,4 @@
+# Over 500 lines: the callback and what it observes (the generation, every kind of reward) build one step's record together.
 """The public TRL integration: a live per-step FLOP ledger for your own GRPOTrainer.
 
     from suite.train.trl_callback import RaceLedger
