@@ -218,7 +218,9 @@ def load(path: str | os.PathLike) -> Grid:
     """Read and check a grid file. A missing file or bad YAML raises RaceError naming it."""
     import yaml
 
-    p = Path(path)
+    from ..paths import shipped
+
+    p = shipped(path)           # tasks/grids/X.yaml also names the shipped grid outside a checkout
     if not p.is_file():
         from ..paths import tasks
 
