@@ -24,12 +24,10 @@ def _normal(name: str) -> str:
 @lru_cache(maxsize=1)
 def _requirements() -> dict[str, str]:
     """Normalized requirement name -> the extra that requires it (first one named)."""
-    from importlib.metadata import PackageNotFoundError, requires
+    from importlib.metadata import distributions
 
-    try:
-        reqs = requires(DIST) or []
-    except PackageNotFoundError:     # run from a source tree that was never installed
-        return {}
+    # Every copy found, merged: a checkout may hold a stale race_suite.egg-info ahead of the install.
+    reqs = [r for d in distributions(name=DIST) for r in d.requires or ()]
     out: dict[str, str] = {}
     for req in reqs:
         extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)

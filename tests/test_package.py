@@ -5,7 +5,8 @@ the commands run from a temporary folder that is not the checkout.
 - The wheel carries schemas/, tasks/ and reporters/ byte for byte as the checkout has them, holds
   one import name (`suite`), and stays under 25 MB; the sdist builds it.
 - The light core pulls no torch (nor any engine) and runs validate, flops, plan, report, submit,
-  leaderboard build, schema and `quickstart --help`; `race run` names the extra it needs.
+  leaderboard build, schema, diagnose, frontier tables and `quickstart --help`; `race run` and the
+  frontier's figures name the extra they need.
 - With the engines, the README tour's commands without training run as written, and a short
   `race run` of the smallest shipped cell writes a report that validates. Installing the 2 GB
   engine stack afresh costs minutes on this machine (docs/install.md), so that venv installs the
@@ -175,6 +176,14 @@ def test_light_core_commands_from_a_foreign_folder(light, tmp_path):
     assert (tmp_path / "site" / "index.html").is_file()
     assert json.loads(race("schema", "report"))["$id"] == "https://race-suite.org/schemas/report/v1.json"
     assert "--limit" in race("quickstart", "--help")
+    from test_race import _grid     # evaluated pilot reports: RACE and the frontier tables need no engine
+
+    _grid(tmp_path / "pilot")
+    assert "Wrote" in race("diagnose", "pilot", "--out", "race", "--quiet")
+    assert json.loads((tmp_path / "race" / "race.json").read_text())["conditions"]
+    race("frontier", "pilot", "--no-plots", "--out", "frontier")
+    assert (tmp_path / "frontier" / "frontier.md").is_file()
+    assert "'train' extra: matplotlib" in race("frontier", "pilot", "--out", "figures", status=2)
     said = race("run", "tasks/cells/s-sparse.yaml", "--out", "run", status=2)
     assert "'train' extra" in said and "pip install 'race-suite[train]'" in said
     assert not (tmp_path / "run").exists()
