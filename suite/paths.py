@@ -3,8 +3,8 @@
 In a checkout they are the top-level folders, the source of truth, read in place (an editable
 install too). A wheel carries copies as package data in suite/_data/ (hatch_build.py puts them
 there), found with importlib.resources. RACE_HOME, when set, overrides both: a folder holding
-the three. A missing folder is one RaceError naming it, raised where the data is first needed
-(`race` checks at start-up, suite.cli.main).
+the three. A missing folder is one RaceError naming it: `race` checks them all at start-up
+(check_data), the Python API where it first reads one.
 """
 
 from __future__ import annotations
@@ -34,21 +34,34 @@ def _packaged() -> Path | None:
 
 
 def home() -> Path:
-    """The folder holding schemas/, tasks/ and reporters/: RACE_HOME, else the checkout, else the
-    data installed with the package. RaceError naming what is missing."""
+    """The data home: RACE_HOME, else the checkout, else the data installed with the package. Its
+    schemas/ marks it (a build of the embedded task may fill tasks/ later); RaceError if none."""
     env = os.environ.get("RACE_HOME")
     root = Path(env).expanduser() if env else (_checkout() or _packaged())
-    missing = [f"{d}/" for d in DATA if root is None or not (root / d).is_dir()]
-    if not missing:
+    if root is not None and (root / "schemas").is_dir():
         return root
+    raise _missing(env, root, ["schemas/"])
+
+
+def check_data() -> Path:
+    """home(), with every data folder present: what `race` checks at start-up, so a broken install
+    is one error naming the missing folders instead of a failure per file later."""
+    root = home()
+    missing = [f"{d}/" for d in DATA if not (root / d).is_dir()]
+    if missing:
+        raise _missing(os.environ.get("RACE_HOME"), root, missing)
+    return root
+
+
+def _missing(env: str | None, root: Path | None, missing: list[str]) -> RaceError:
     if env:
-        raise RaceError(f"RACE_HOME={env} has no {', '.join(missing)}",
-                        "point RACE_HOME at a checkout of the suite (it holds schemas/, tasks/ and reporters/), "
-                        "or unset it to use the data installed with the package")
+        return RaceError(f"RACE_HOME={env} has no {', '.join(missing)}",
+                         "point RACE_HOME at a checkout of the suite (it holds schemas/, tasks/ and reporters/), "
+                         "or unset it to use the data installed with the package")
     where = root or Path(__file__).resolve().parent / "_data"
-    raise RaceError(f"the suite's data folders are missing: no {', '.join(missing)} in {where}",
-                    "reinstall the package (pip install --force-reinstall race-suite), or set RACE_HOME to a "
-                    "checkout of the suite")
+    return RaceError(f"the suite's data folders are missing: no {', '.join(missing)} in {where}",
+                     "reinstall the package (pip install --force-reinstall race-suite), or set RACE_HOME to a "
+                     "checkout of the suite")
 
 
 def tasks() -> Path:

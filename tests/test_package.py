@@ -90,14 +90,13 @@ def light(dist, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def engines(dist, tmp_path_factory) -> Path:
-    """A fresh venv with the wheel installed, and the test venv's engines behind its own
+    """A fresh venv with the wheel installed and the test venv's packages behind its own
     site-packages (a .pth file; .pth files found there are not run, so the checkout's editable
-    install stays invisible)."""
+    install stays invisible): pip installs the wheel and finds every requirement of `[train]`."""
     venv = tmp_path_factory.mktemp("engines") / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], cwd=venv.parent)
     purelib = Path(_run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                         cwd=venv).stdout.strip())
-    _pip_install(venv, str(dist[0]))
     (purelib / "zz_race_engines.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _pip_install(venv, f"{dist[0]}[train]")
     return venv

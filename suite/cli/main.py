@@ -49,9 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _dispatch(args) -> int:
     """Run the command, once the data folders are found (a broken install is one error here, not
     one per file later); an engine that is not installed names the extra that brings it."""
-    from ..paths import home
+    from ..paths import check_data
 
-    home()
+    check_data()
     try:
         return int(args._run(args) or 0)
     except ModuleNotFoundError as e:
