@@ -22,6 +22,7 @@ See docs/quickstart.md for the file format.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -608,6 +609,33 @@ class _LogTo:
             os.close(fd)
 
 
+TIMING_FILE = "timing.json"
+
+
+@contextlib.contextmanager
+def _timed(out: Path, key: str, threads: int | None, resumed: bool = False):
+    """Record the wall seconds of one stage of a cell in out/timing.json (what studies price
+    cells with; suite.study.calibrate), with the machine's load when it started. A stage that
+    raises records nothing; a resumed stage says so (its seconds cover only the rest)."""
+    import time
+
+    load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    t0 = time.perf_counter()
+    yield
+    from .atomic import write_json_atomic
+
+    path = out / TIMING_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        doc = {}
+    doc.update({key: round(time.perf_counter() - t0, 3), f"{key.split('_')[0]}_load_average": load,
+                "threads": threads, "cpus": os.cpu_count()})
+    if resumed:
+        doc["train_resumed"] = True
+    write_json_atomic(path, doc)
+
+
 def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, threads: int | None = None,
                      log: bool = True) -> dict:
     """One grid job (module level so worker processes can import it): train the cell into
@@ -621,19 +649,19 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
         import torch
 
         torch.set_num_threads(int(threads))
-    import contextlib
-
     with (_LogTo(out / "log.txt") if log else contextlib.nullcontext()):
         if not report.is_file():
             from .run import run_cell
 
             resume = (out / "ledger.jsonl").is_file() and (out / "cell.yaml").is_file()
-            run_cell(spec, out, resume=resume, progress=False, threads=threads)
+            with _timed(out, "train_seconds", threads, resumed=resume):
+                run_cell(spec, out, resume=resume, progress=False, threads=threads)
         _declare_band(report, band)
         if not evaluated(report, ev):
             from .evaluate import evaluate_run
 
-            evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
+            with _timed(out, "eval_seconds", threads):
+                evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
     doc = json.loads(report.read_text(encoding="utf-8"))
     return {"totals": doc.get("totals"), "steps": (doc.get("ledger") or {}).get("steps")}
 
