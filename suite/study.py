@@ -196,28 +196,23 @@ def load(path: str | os.PathLike) -> Study:
 
 
 def plan(s: Study) -> StudyPlan:
-    """Plan every block (suite.grid.plan_grid) and merge their cells: a cell id two blocks share
-    must be the same cell. A budget the grid planner would raise is refused here: the study's
-    conditions must meet at the budgets it names."""
-    from .grid import plan_grid
+    """Plan every block (suite.grid: expand, plan) and merge their cells. Blocks take every cell
+    field from the study's shared declarations, so a cell id two blocks share is the same cell and
+    runs once. Budgets are never raised (suite.grid's raise_budgets): the study's conditions must
+    meet at the budgets it names, so a cell that cannot reach its band is refused by name."""
+    from .grid import expand, plan as plan_cells, prompt_stats_of
 
     cells: dict[str, Any] = {}
     blocks: dict[str, tuple[str, ...]] = {}
-    evaluation = None
+    stats: dict = {}
     for b in s.blocks:
-        gp = plan_grid(b.grid)
-        if gp.notes:
-            raise RaceError(f"study {s.source or s.name}: block {b.name}: {gp.notes[0]}",
-                            "give the block a budget every cell reaches (a study does not raise budgets)")
-        evaluation = evaluation or b.grid.evaluation
-        for pc in gp.cells:
-            have = cells.get(pc.cell.id)
-            if have is not None and have.cell.spec.to_dict() != pc.cell.spec.to_dict():
-                raise RaceError(f"study {s.source or s.name}: cell {pc.cell.id} of block {b.name} differs from the "
-                                f"cell of the same name in an earlier block", "give different allocations different labels")
+        expanded = expand(b.grid)
+        stats.update(prompt_stats_of(c for c in expanded if (c.spec.tokenizer or c.spec.policy, c.spec.dataset)
+                                     not in stats))  # one tokenization per (tokenizer, dataset) for the study
+        for pc in plan_cells(expanded, stats, engine=b.grid.engine_profile):
             cells.setdefault(pc.cell.id, pc)
-        blocks[b.name] = tuple(pc.cell.id for pc in gp.cells)
-    return StudyPlan(s, tuple(cells.values()), blocks, evaluation)
+        blocks[b.name] = tuple(c.id for c in expanded)
+    return StudyPlan(s, tuple(cells.values()), blocks, s.blocks[0].grid.evaluation)
 
 
 def claim_cells(sp: StudyPlan) -> dict[str, tuple[str, ...]]:
