@@ -383,10 +383,10 @@ def claim_d(an: Analysis) -> dict:
     verdicts = [v["verdict"] for v in per.values()]
     verdict = (REPRODUCED if all(v == REPRODUCED for v in verdicts) else
                NOT_REPRODUCED if NOT_REPRODUCED in verdicts else INCONCLUSIVE)
-    summary = "; ".join(
-        f"{f}: {v['verdict']} ({len(v['reversals'])} significant reversal(s) in {v['tests']} tests"
-        + (f", strongest {v['strongest']['a']} vs {v['strongest']['b']}: {_est(v['strongest']['diff_x'])} then "
-           f"{_est(v['strongest']['diff_y'])}" if v["strongest"] else "") + ")"
+    summary = "Bonferroni intervals. " + " ".join(
+        f"{f.upper()}: {v['verdict']} ({len(v['reversals'])} significant reversal(s) in {v['tests']} tests"
+        + (f"; closest to one: {v['strongest']['a']} - {v['strongest']['b']} {_est(v['strongest']['diff_x'])} "
+           f"then {_est(v['strongest']['diff_y'])}" if v["strongest"] else "") + ")"
         for f, v in per.items())
     return _verdict(verdict, summary, per, len(an.runs))
 
@@ -403,10 +403,12 @@ def claim_e(an: Analysis) -> dict:
     r = _reversals(an, pairs)
     verdict = _reversal_verdict(r)
     disagree = sum(best_point(an.points[a]).label != best_point(an.points[b]).label for a, b in pairs)
-    summary = (f"{len(r['reversals'])} significant reversal(s) in {r['tests']} tests over {len(pairs)} conditions; "
+    summary = (f"{len(r['reversals'])} significant reversal(s) in {r['tests']} tests over {len(pairs)} conditions "
+               f"(Bonferroni intervals); "
                f"the observed best allocation differs between the two metrics in {disagree} of {len(pairs)}"
-               + (f"; strongest: {r['strongest']['a']} vs {r['strongest']['b']} on pass@1 {_est(r['strongest']['diff_x'])}"
-                  f", on the judge {_est(r['strongest']['diff_y'])}" if r["strongest"] else ""))
+               + (f"; closest to a reversal: {r['strongest']['a']} - {r['strongest']['b']} on pass@1 "
+                  f"{_est(r['strongest']['diff_x'])}, on the judge {_est(r['strongest']['diff_y'])} in "
+                  f"{r['strongest']['x'].rsplit('/', 1)[0]}" if r["strongest"] else ""))
     return _verdict(verdict, summary, {**r, "observed_disagreements": disagree}, len(an.runs))
 
 
@@ -423,7 +425,8 @@ def claim_f(an: Analysis) -> dict:
     hit, reg = s["hit_rate"], s["mean_regret"]
     verdict = REPRODUCED if hit["low"] > CHANCE else NOT_REPRODUCED if hit["high"] < CHANCE else INCONCLUSIVE
     summary = (f"pilot {h['settings']['pilot_budget']:.3g} -> validation {h['settings']['validation_budget']:.3g} "
-               f"FLOPs, {s['trials']} conditions: same-regime hit rate {_est(hit).lstrip('+')} (chance {CHANCE}); "
+               f"FLOPs, {s['trials']} conditions: same-regime hit rate {hit['value']:.2f} [{hit['low']:.2f}, "
+               f"{hit['high']:.2f}] ({s['hits']}/{s['trials']} observed; chance {CHANCE}); "
                f"regret of RACE's pick {_est(reg)}")
     if s["baseline_mean_regret"]:
         summary += (f"; global native-reward baseline's regret {_est(s['baseline_mean_regret'])}, RACE minus baseline "
