@@ -262,6 +262,8 @@ def calibrate(directory: str | os.PathLike) -> Rates:
         if not rep.is_file():
             continue
         timing, doc = json.loads(t.read_text()), json.loads(rep.read_text())
+        if "train_seconds" not in timing and "eval_seconds" not in timing:
+            continue
         model, system = doc["policy"]["name"], doc["reward"]["system"]
         flops, secs = doc["totals"]["flops"], doc["totals"]["seconds"]
         if "train_seconds" in timing and not timing.get("train_resumed"):
