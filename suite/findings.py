@@ -420,8 +420,8 @@ def claim_f(an: Analysis) -> dict:
     h = with_holdout(an).holdout
     s = h["summary"]
     if s is None:
-        return _verdict(INCONCLUSIVE, "no condition has 3 common allocations at the pilot and the validation budget",
-                        h, 0)
+        return _verdict(INCONCLUSIVE, "no condition has 3 common allocations at the pilot budget and at a larger "
+                                      "validation budget", h, 0)
     hit, reg = s["hit_rate"], s["mean_regret"]
     verdict = REPRODUCED if hit["low"] > CHANCE else NOT_REPRODUCED if hit["high"] < CHANCE else INCONCLUSIVE
     summary = (f"pilot {h['settings']['pilot_budget']:.3g} -> validation {h['settings']['validation_budget']:.3g} "

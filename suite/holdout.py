@@ -112,6 +112,8 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
     pairs = []
     native: dict[str, list] = defaultdict(list)
     for cond, pts in points.items():
+        if validation <= pilot:   # one budget only: nothing is held out
+            break
         if cond.band_high == pilot and cond.metric == "native_reward":
             for x in pts:
                 native[x.label].append(x)

@@ -372,6 +372,16 @@ def _machine() -> dict:
     return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()}
 
 
+def _portable(obj, prefix: str):
+    """obj with every string path under the checkout written relative to it: study.json is
+    committed with a study's results and must not carry one machine's folders."""
+    if isinstance(obj, dict):
+        return {k: _portable(v, prefix) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_portable(v, prefix) for v in obj]
+    return obj[len(prefix):] if isinstance(obj, str) and obj.startswith(prefix) else obj
+
+
 def write_study_json(sp: StudyPlan, out: Path, sessions: Sequence[dict] = ()) -> Path:
     """out/study.json: the study, its blocks and claims, the planned cells and every session
     that ran it (machine, versions, wall time). Atomic."""
@@ -387,7 +397,9 @@ def write_study_json(sp: StudyPlan, out: Path, sessions: Sequence[dict] = ()) ->
            "eval": {"targets": list(ev.targets), "limit": ev.limit, "batch_size": ev.batch_size, "judge": ev.judge},
            "cells": [pc.to_dict() for pc in sp.cells],
            "sessions": list(sessions)}
-    return write_json_atomic(out / STUDY_FILE, doc)
+    from .paths import home
+
+    return write_json_atomic(out / STUDY_FILE, _portable(doc, str(home()) + os.sep))
 
 
 def read_study_json(directory: str | os.PathLike) -> dict | None:

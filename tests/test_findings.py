@@ -153,6 +153,13 @@ def test_race_holdout_needs_three_common_allocations():
     assert r["verdict"] == INCONCLUSIVE and r["evidence"]["trials"] == []
 
 
+def test_one_budget_holds_nothing_out():
+    rising = {"u1": 0.2, "u2": 0.4, "u4": 0.6, "u8": 0.8}
+    runs = grid({("small", 10**12, "sparse", k): v for k, v in rising.items()})
+    r = judged(runs, "f")
+    assert r["verdict"] == INCONCLUSIVE and r["evidence"]["trials"] == [] and "larger" in r["summary"]
+
+
 def test_findings_are_byte_identical_whatever_the_order_of_the_runs():
     runs = _holdout_runs({"u1": 0.3, "u2": 0.5, "u4": 0.45, "u8": 0.4}, {"u1": 0.35, "u2": 0.45, "u4": 0.5, "u8": 0.4})
     a = findings.to_json(findings.findings(analyse(runs, FAST)))

@@ -97,6 +97,11 @@ def test_bad_study_files_are_refused_in_one_line(tmp_path, capsys, change, messa
     assert message in err[0] and len(err) <= 2 and "Traceback" not in "".join(err)
 
 
+def test_ray_options_need_the_ray_executor(capsys):
+    assert main(["study", str(CI), "--out", "x", "--address", "auto"]) == 2
+    assert "options of the ray executor" in capsys.readouterr().err
+
+
 def test_a_cell_two_blocks_share_runs_once(tmp_path):
     d = _ci_dict()
     d["blocks"]["again"] = {"budgets": [6.0e9], "models": ["policy-s"], "rewards": ["sparse"],
@@ -212,6 +217,7 @@ def test_ci_study_end_to_end_killed_and_resumed(tmp_path, capsys):
     assert 0 <= h["summary"]["hit_rate"]["low"] <= h["summary"]["hit_rate"]["high"] <= 1
     md = (out / "findings.md").read_text()
     assert md.count("| (") == 6 and "## RACE validated on the held-out budget" in md
+    assert str(home()) not in (out / "study.json").read_text()               # committable: no local folders
     sessions = json.loads((out / "study.json").read_text())["sessions"]
     assert sessions[-1]["ran"] == 21 - len(done) and sessions[-1]["versions"]["trl"]
     assert (out / "frontier_intervals.svg").is_file()
