@@ -311,9 +311,10 @@ def claim_c(an: Analysis) -> dict:
                      "diff": raw.to_dict(), "diff_adjusted": adj.to_dict()})
     top = max(rows, key=lambda r: r["diff_adjusted"]["low"])
     verdict = REPRODUCED if wins else NOT_REPRODUCED if losses == len(comps) else INCONCLUSIVE
-    summary = (f"best allocation of the smaller minus the larger policy in {len(comps)} conditions: smaller "
-               f"significantly better in {wins}, larger significantly better in {losses} (each at 95%); strongest "
-               f"for the smaller: {top['condition']}: {_est(top['diff'])}, Bonferroni {_est(top['diff_adjusted'])}")
+    summary = (f"best allocation of the smaller minus the larger policy in {len(comps)} conditions: the smaller "
+               f"better in {wins} (Bonferroni over the {len(comps)}), the larger better in {losses} (95% each); "
+               f"strongest for the smaller: {top['condition']}: {_est(top['diff'])}, Bonferroni "
+               f"{_est(top['diff_adjusted'])}")
     return _verdict(verdict, summary, {"comparisons": rows, "level_adjusted": _r(lvl, 6)},
                     len({p for c in comps for x in (*an.points[c[0]], *an.points[c[1]]) for p in x.runs}))
 
