@@ -169,6 +169,11 @@ def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike 
     if bad:
         raise RaceError(f"{where}: unknown analysis key {bad[0]!r}", "analysis keys: replicates, seed, level, "
                                                                      "race_replicates")
+    for k, v in analysis.items():
+        ok = (0 < v < 1) if k == "level" else (v >= 0 if k == "seed" else v >= 1)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (k != "level" and v != int(v)) or not ok:
+            raise RaceError(f"{where}: analysis.{k} must be " + ("a fraction in (0, 1)" if k == "level" else
+                            "a non-negative integer" if k == "seed" else "a positive integer") + f", got {v!r}")
     Settings(**analysis)
     return Study(sname, str(d.get("description") or ""), tuple(blocks), pilot, validation, analysis, source)
 

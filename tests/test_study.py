@@ -88,6 +88,8 @@ def _ci_dict():
     (lambda d: d["race"].update(pilot=7e9), "race.pilot 7e9 is not a budget of any block"),
     (lambda d: d["blocks"]["pilot"].pop("budgets"), "`budgets` is required"),
     (lambda d: d.update(analysis={"replicas": 3}), "unknown analysis key 'replicas'"),
+    (lambda d: d.update(analysis={"replicates": 0}), "analysis.replicates must be a positive integer"),
+    (lambda d: d.update(analysis={"level": 95}), "analysis.level must be a fraction in (0, 1)"),
 ])
 def test_bad_study_files_are_refused_in_one_line(tmp_path, capsys, change, message):
     d = _ci_dict()
