@@ -28,7 +28,7 @@ def rows(measure: bool = True) -> list[dict]:
     """One row per (model, rank): analytic, measured and other engines' formulas, with
     gradient checkpointing on (TRL's default) and off."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, six_n_t, verl_update_flops, work_from_lengths
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     n = K * B
     out = []
@@ -50,7 +50,7 @@ def rows(measure: bool = True) -> list[dict]:
                 row[f"ours_{tag}"] = update("trl", "causal")
                 row[f"ours_full_{tag}"] = update("trl-cpu", "full")
                 if measure:
-                    from suite.measure import measure_train_pass
+                    from suite.accounting.reference import measure_train_pass
 
                     row[f"measured_{tag}"] = measure_train_pass(spec, adapter, [P] * n, [C] * n,
                                                                 gradient_checkpointing=gc)
@@ -60,7 +60,7 @@ def rows(measure: bool = True) -> list[dict]:
 
 def table(rs: list[dict]) -> str:
     """The Markdown table."""
-    from suite.modelspec import fmt_params
+    from suite.accounting.modelspec import fmt_params
 
     def m(r, tag):
         return f"{r[f'measured_{tag}']:.4e}" if f"measured_{tag}" in r else "—"

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from suite.errors import RaceError
-from suite.modelspec import ModelSpec, catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import ModelSpec, catalog_names, load_spec, spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -16,7 +16,7 @@ CATALOG = ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruc
 
 
 def hf_param_count(spec: ModelSpec) -> int:
-    from suite.measure import build_model
+    from suite.accounting.reference import build_model
 
     return sum(p.numel() for p in build_model(spec, "meta").parameters())
 
