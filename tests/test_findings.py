@@ -1,5 +1,6 @@
-"""suite.findings and suite.holdout on runs made in memory: the decision rule of every claim, RACE's
-held-out replay, byte-for-byte reproducibility. suite.evidence on run folders written here."""
+"""suite.analysis.findings and .holdout on runs made in memory: the decision rule of every claim, RACE's
+held-out replay, byte-for-byte reproducibility, the document's schema and its pages (suite.site.findings).
+suite.analysis.evidence on run folders written here."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import zlib
 import numpy as np
 import pytest
 
-from suite import findings
+from suite.analysis import findings
+from suite.analysis.evidence import Run, load_runs, read_run
+from suite.analysis.findings import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Settings, analyse
 from suite.errors import RaceError
-from suite.evidence import Run, load_runs, read_run
-from suite.findings import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Settings, analyse
+from suite.site import findings as page
 
 N = 250
 SIZES = {"small": 200_000, "large": 1_000_000}
@@ -59,7 +61,7 @@ FAST = Settings(replicates=300, race_replicates=60)
 
 
 def judged(runs, cid: str, settings=FAST) -> dict:
-    return findings.CLAIMS[cid][1](findings.with_holdout(analyse(runs, settings)))
+    return findings.CLAIMS[cid].judge(findings.with_holdout(analyse(runs, settings)))
 
 
 def test_claim_a_reads_reward_shares():
@@ -172,15 +174,24 @@ def test_findings_are_byte_identical_whatever_the_order_of_the_runs():
         assert sum(a["prob_best"] for a in c["allocations"]) == pytest.approx(1.0, abs=1e-3)
         for a in c["allocations"]:
             assert a["score"]["low"] <= a["score"]["value"] <= a["score"]["high"]
-    md, page = findings.markdown(doc), findings.html(doc)
+    findings.check(doc)                                   # the document follows schemas/findings-v1
+    md, html = page.markdown(doc), page.html(doc)
     assert "| claim | verdict |" in md and "## RACE validated on the held-out budget" in md
-    assert page.count("<tr class=\"v-") == 6 and "<script" not in page
+    assert html.count("<tr class=\"v-") == 6 and "<script" not in html
+
+
+def test_a_document_off_its_schema_is_not_written(tmp_path):
+    doc = findings.findings(analyse(grid({("small", 10**12, "sparse", "u1"): 0.4}), FAST))
+    doc["claims"][0]["verdict"] = "sort of"
+    with pytest.raises(RaceError, match=r"at \$\.claims\[0\]\.verdict"):
+        page.write(doc, tmp_path, plots=False)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_presentation_escapes_what_it_shows():
     runs = grid({("small", 10**12, "sparse", "<b>u1</b>"): 0.4, ("small", 10**12, "sparse", "u2"): 0.5}, seeds=(0,))
-    page = findings.html(findings.findings(analyse(runs, FAST)))
-    assert "<b>u1</b>" not in page and "&lt;b&gt;u1&lt;/b&gt;" in page
+    html = page.html(findings.findings(analyse(runs, FAST)))
+    assert "<b>u1</b>" not in html and "&lt;b&gt;u1&lt;/b&gt;" in html
 
 
 def test_a_seed_twice_is_refused():

@@ -1,11 +1,11 @@
-"""suite.stats: the seeded two-level bootstrap (problems and seeds) every study interval rests on."""
+"""suite.analysis.stats: the seeded two-level bootstrap (problems and seeds) every study interval rests on."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from suite.stats import Resampler, adjusted, draw_counts, estimate, generator, interval, prob_best
+from suite.analysis.stats import Resampler, adjusted, draw_counts, estimate, generator, interval, prob_best
 
 
 def test_draws_depend_on_the_name_not_on_the_order_of_requests():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from suite import study
+from suite.analysis import study
 from suite.cli import main
 from suite.errors import RaceError
 from suite.paths import home, tasks
@@ -52,7 +52,7 @@ def test_the_shipped_study_spans_the_four_axes_with_seeds_and_a_held_out_budget(
     held = {(pc.cell.model, pc.cell.reward, pc.cell.allocation) for pc in cells if pc.cell.budget == s.validation}
     assert held and held <= {(pc.cell.model, pc.cell.reward, pc.cell.allocation) for pc in at_pilot}
     # the larger policy buys >= 20 optimizer steps in every cell (the plan's expected steps)
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     params = {pc.cell.model: load_spec(pc.cell.spec.policy).params_total for pc in cells}
     largest = max(params, key=params.get)
@@ -81,6 +81,7 @@ def _ci_dict():
 
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(colour="red"), "unknown key 'colour'"),
+    (lambda d: d["blocks"]["pilot"].update(modles=["policy-s"]), "unknown block key 'modles'"),
     (lambda d: d["blocks"]["pilot"].update(claims=["z"]), "unknown claim 'z'"),
     (lambda d: d["blocks"]["pilot"].update(models=["policy-x"]), "model 'policy-x' is not declared"),
     (lambda d: (d["race"].update(validation=1.2e10), d["blocks"]["holdout"].update(budgets=[1.2e10])),
@@ -97,6 +98,21 @@ def test_bad_study_files_are_refused_in_one_line(tmp_path, capsys, change, messa
     assert main(["study", str(_write(tmp_path, d)), "--plan"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[0] and len(err) <= 2 and "Traceback" not in "".join(err)
+
+
+def test_timing_records_each_stage_and_nothing_for_one_that_fails(tmp_path):
+    from suite.record.timing import read_timing, timed
+
+    with timed(tmp_path, "train", 1, resumed=True):
+        pass
+    with pytest.raises(ZeroDivisionError), timed(tmp_path, "eval", 1):
+        1 / 0
+    t = read_timing(tmp_path)
+    assert t["train_seconds"] >= 0 and t["train_resumed"] is True and t["threads"] == 1
+    assert "eval_seconds" not in t and "train_load_average" in t
+    with timed(tmp_path, "eval", 1):
+        pass
+    assert {"train_seconds", "eval_seconds"} <= set(read_timing(tmp_path))     # stages add up in one file
 
 
 def test_ray_options_need_the_ray_executor(capsys):
@@ -166,7 +182,8 @@ def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
 
 
 def _evaluated(out: Path) -> list[Path]:
-    from suite.grid import EvalPlan, evaluated
+    from suite.analysis.grid import EvalPlan
+    from suite.pipeline.gridrun import evaluated
 
     ev = study.plan(study.load(CI)).evaluation
     assert isinstance(ev, EvalPlan)

@@ -33,58 +33,27 @@ def configure(p):
     return run
 
 
-def settings_for(directory, args=None):
-    """suite.findings.Settings: defaults < DIR/study.json < command-line flags."""
-    from suite.findings import Settings
-    from suite.study import read_study_json
-
-    kw = {}
-    doc = read_study_json(directory)
-    if doc:
-        kw.update(doc["study"].get("analysis") or {})
-        kw.update(pilot=doc["study"]["race"]["pilot"], validation=doc["study"]["race"]["validation"])
-    for flag, key in (("replicates", "replicates"), ("race_replicates", "race_replicates"), ("seed", "seed"),
-                      ("pilot", "pilot"), ("validation", "validation")):
-        v = getattr(args, flag, None) if args is not None else None
+def _overrides(args) -> dict:
+    """The analysis settings given as flags (None: not given), each checked."""
+    out = {}
+    for flag in ("replicates", "race_replicates", "seed", "pilot", "validation"):
+        v = getattr(args, flag)
         if v is not None:
-            if (key != "seed" and v < 1) or v < 0:
-                raise RaceError(f"--{flag.replace('_', '-')} must be positive, got {v:g}")
-            kw[key] = int(v)
-    return Settings(**kw), doc
-
-
-def analyse_folder(directory, out, args=None, *, plots: bool = True, check: bool = False) -> int:
-    """Compute and write (or check) the findings of the runs under `directory` into `out`."""
-    from pathlib import Path
-
-    from suite import findings
-    from suite.evidence import load_runs
-
-    settings, study_doc = settings_for(directory, args)
-    source = {"study": study_doc["study"]["name"]} if study_doc else {}
-    doc = findings.findings(findings.analyse(load_runs(directory), settings), source)
-    out = Path(out)
-    if check:
-        want = {"findings.json": findings.to_json(doc), "findings.md": findings.markdown(doc)}
-        stale = [n for n, text in want.items()
-                 if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != text]
-        if stale:
-            print(f"{', '.join(stale)} in {out} differ from the findings recomputed from {directory}")
-            return 1
-        print(f"findings in {out} match the runs under {directory}")
-        return 0
-    paths = findings.write(doc, out, plots=plots)
-    print(findings.claims_text(doc))
-    print("Wrote " + ", ".join(str(p) for p in paths))
-    return 0
+            if v < 0 or (v < 1 and flag != "seed"):
+                raise RaceError(f"--{flag.replace('_', '-')} must be " + ("non-negative" if flag == "seed" else
+                                                                          "positive") + f", got {v:g}")
+            out[flag] = int(v)
+    return out
 
 
 def run(args) -> int:
     import shutil
     from pathlib import Path
 
-    from suite.evidence import export
-    from suite.study import STUDY_FILE
+    from suite.analysis.evidence import export
+    from suite.analysis.study import STUDY_FILE
+    from suite.pipeline.studyrun import stale_findings, write_findings
+    from suite.site.findings import claims_text
 
     directory = Path(args.directory)
     if args.export:
@@ -93,5 +62,15 @@ def run(args) -> int:
         if (directory / STUDY_FILE).is_file():
             shutil.copyfile(directory / STUDY_FILE, dest / STUDY_FILE)
         directory = dest
-    return analyse_folder(directory, Path(args.out) if args.out else directory, args, plots=not args.no_plots,
-                          check=args.check)
+    out = Path(args.out) if args.out else directory
+    if args.check:
+        stale = stale_findings(directory, out, **_overrides(args))
+        if stale:
+            print(f"{', '.join(stale)} in {out} differ from the findings recomputed from {directory}")
+            return 1
+        print(f"findings in {out} match the runs under {directory}")
+        return 0
+    doc, paths = write_findings(directory, out, plots=not args.no_plots, **_overrides(args))
+    print(claims_text(doc))
+    print("Wrote " + ", ".join(str(p) for p in paths))
+    return 0

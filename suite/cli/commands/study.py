@@ -35,24 +35,19 @@ def configure(p):
 def run(args) -> int:
     from pathlib import Path
 
-    from suite import study
+    from suite.analysis import study
+    from suite.cli.commands.grid import check_runner
+    from suite.pipeline import studyrun
+    from suite.site.findings import claims_text
 
-    if args.workers < 1:
-        raise RaceError(f"--workers must be >= 1, got {args.workers}")
-    if args.threads is not None and args.threads < 1:
-        raise RaceError(f"--threads must be >= 1, got {args.threads}")
-    if args.executor != "ray" and (args.address or args.gpus_per_cell):
-        raise RaceError("--address and --gpus-per-cell are options of the ray executor",
-                        "add --executor ray, or drop them to run cells on this machine")
-    if not args.plan and not args.out:
-        raise RaceError("--out DIR is required to run a study", "or pass --plan to only print the plan")
+    check_runner(args, "study")
     sp = study.plan(study.load(args.study))
     rates = study.calibrate(args.calibrate) if args.calibrate else None
     print(study.plan_text(sp, rates))
     if args.plan:
         return 0
-    res = study.run(sp, args.out, workers=args.workers, executor=args.executor, threads=args.threads,
-                    progress=not args.no_progress, address=args.address, gpus_per_cell=args.gpus_per_cell)
+    res = studyrun.run(sp, args.out, workers=args.workers, executor=args.executor, threads=args.threads,
+                       progress=not args.no_progress, address=args.address, gpus_per_cell=args.gpus_per_cell)
     out = Path(args.out)
     print(f"{len(res.ran)} cells run, {len(res.skipped)} already done, {len(res.failed)} failed; runs in {out / 'cells'}/")
     if res.failed:
@@ -60,7 +55,7 @@ def run(args) -> int:
             print(f"  failed {k}: {why}")
         raise RaceError(f"{len(res.failed)} cell(s) failed: {', '.join(res.failed)}",
                         f"see {out}/cells/<cell>/error.txt and log.txt; rerun the same command to resume")
-    from suite.commands.findings import analyse_folder
-
-    analyse_folder(out, out, plots=not args.no_plots)
+    doc, paths = studyrun.write_findings(out, plots=not args.no_plots)
+    print(claims_text(doc))
+    print("Wrote " + ", ".join(str(p) for p in paths))
     return 0

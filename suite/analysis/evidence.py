@@ -1,8 +1,8 @@
 """The evidence of a study on disk: every evaluated run's coordinates (from its report.json) and
-its per-problem scores (from the per-sample logs suite.evaluate keeps in RUN_DIR/eval/).
+its per-problem scores (from the per-sample logs suite.evaluate.harness keeps in RUN_DIR/eval/).
 
 Reports hold one mean per (target, metric); intervals over problems need the scores behind it.
-suite.evaluate writes them into each sample line of `eval/<target>.samples.jsonl` under
+suite.evaluate.harness writes them into each sample line of `eval/<target>.samples.jsonl` under
 `race` (`pass@1`, `process_judge`, `native_reward`), with lm-eval's `doc_id`. A run is read
 only when its logs agree with its report: the same number of problems and the same mean (to
 1e-9), so a log can never silently belong to another evaluation.
@@ -18,7 +18,6 @@ folder that can be committed and read back by this module exactly as the study f
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +25,9 @@ from typing import Mapping
 
 import numpy as np
 
-from .errors import RaceError
+from ..errors import RaceError
+from ..evaluate.harness import METRICS   # read from each sample line's `race` object
 
-#: Metrics read from each sample line's `race` object (suite.evaluate.METRICS).
-METRICS = ("pass@1", "process_judge", "native_reward")
 #: Where a run keeps its per-sample logs, and their name per target.
 EVAL_DIR = "eval"
 SAMPLES = "{target}.samples.jsonl"
@@ -88,39 +86,11 @@ class Run:
     @property
     def group(self) -> str:
         """The name of this run's group — the runs that differ only in their seed — used to
-        seed its resampling (suite.stats)."""
+        seed its resampling (suite.analysis.stats)."""
         return f"{self.model}|{self.band[0]}-{self.band[1]}|{self.reward}|{self.label}|r{self.lora_rank}"
 
 
 # ---------------------------------------------------------------- reading
-
-
-def _get(doc: dict, dotted: str, where: str):
-    cur = doc
-    for key in dotted.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            raise RaceError(f"{where}: report has no field {dotted!r}", "check it with `race validate`")
-        cur = cur[key]
-    return cur
-
-
-def _number(doc: dict, dotted: str, where: str) -> float:
-    v = _get(doc, dotted, where)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise RaceError(f"{where}: {dotted} must be a finite number, found {v!r}", "check it with `race validate`")
-    return v
-
-
-def _read_json(path: Path, where: str) -> dict:
-    from .jsonstrict import JSONInputError, load
-
-    try:
-        doc = load(path)
-    except (OSError, JSONInputError) as e:
-        raise RaceError(f"{where}: cannot read ({getattr(e, 'message', e)})", "check it with `race validate`") from None
-    if not isinstance(doc, dict):
-        raise RaceError(f"{where}: not a report (top level is not an object)", "check it with `race validate`")
-    return doc
 
 
 def read_samples(path: Path, where: str) -> tuple[list[int], dict[str, list[float]]]:
@@ -149,24 +119,20 @@ def read_samples(path: Path, where: str) -> tuple[list[int], dict[str, list[floa
 
 def read_run(folder: Path, root: Path) -> Run | None:
     """The Run of one run folder, or None when its report has no evaluations yet."""
+    from ..record.report import read_report
+
     shown = folder.relative_to(root).as_posix() or "."
-    where = f"{shown}/report.json"
-    doc = _read_json(folder / "report.json", where)
-    evals = doc.get("evaluations") or []
-    if not evals:
+    rep = read_report(folder / "report.json", check=False, name=f"{shown}/report.json")
+    if not rep.doc.get("evaluations"):
         return None
-    band = (doc.get("budget") or {}).get("band")
-    if isinstance(band, dict):
-        low, high = int(_number(band, "low", where)), int(_number(band, "high", where))
-    else:
-        low = high = int(_number(doc, "budget.flops", where))
+    budget = rep.band or (rep.number("budget.flops"),) * 2
     values: dict[tuple[str, str], float] = {}
     judge = ""
-    for e in evals:
-        if isinstance(e, dict) and e.get("metric") in METRICS:
-            values[str(e["target"]), e["metric"]] = float(_number(e, "value", where))
-            if e["metric"] == "process_judge" and isinstance(e.get("judge"), dict):
-                judge = str(e["judge"].get("name", ""))
+    for e in rep.evaluations:
+        if e.metric in METRICS:
+            values[e.target, e.metric] = e.value
+            if e.metric == "process_judge":
+                judge = e.judge
     scores: dict[tuple[str, str], np.ndarray] = {}
     logs: dict[str, tuple[list[int], dict[str, list[float]]]] = {}
     for (target, metric), value in values.items():
@@ -186,18 +152,11 @@ def read_run(folder: Path, root: Path) -> Run | None:
             raise RaceError(f"{shown}: {target} {metric} in report.json is {value:.6g}, its per-sample log "
                             f"averages {float(x.mean()):.6g}", "the log belongs to another evaluation; re-evaluate")
         scores[target, metric] = x
-    rank = (doc.get("adapter") or {}).get("rank")
-    return Run(
-        path=shown, model=str(_get(doc, "policy.name", where)), params=int(_number(doc, "policy.params_total", where)),
-        band=(low, high), reward=str(_get(doc, "reward.system", where)),
-        reward_kind=str((doc.get("reward") or {}).get("kind", "")),
-        label=str((doc.get("run") or {}).get("label") or shown), lora_rank=int(rank) if isinstance(rank, int) else 0,
-        group_size=int(_number(doc, "grpo.group_size", where)), mu=int(_number(doc, "grpo.num_iterations", where)),
-        seed=int((doc.get("run") or {}).get("seed") or 0), p=float(_number(doc, "totals.update_share", where)),
-        reward_share=float(_number(doc, "totals.shares.reward", where)), steps=int(_number(doc, "totals.steps", where)),
-        completions=int(_number({"n": _get(doc, "totals.work", where).get("count.completions")}, "n",
-                                f"{where} totals.work.count.completions")),
-        flops=int(_number(doc, "totals.flops.total", where)), judge=judge, scores=scores, values=values)
+    return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
+               reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
+               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")), mu=rep.num_iterations,
+               seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
+               completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values)
 
 
 def load_runs(directory: str | os.PathLike) -> list[Run]:
@@ -216,7 +175,7 @@ def load_runs(directory: str | os.PathLike) -> list[Run]:
 
 def _check_problems(runs: list[Run]) -> None:
     """Every run scored on one target must be scored on the same number of problems: problems
-    are resampled jointly per target (suite.stats)."""
+    are resampled jointly per target (suite.analysis.stats)."""
     sizes: dict[str, tuple[int, str]] = {}
     for r in runs:
         for (target, _), x in r.scores.items():
@@ -232,7 +191,7 @@ def _check_problems(runs: list[Run]) -> None:
 def export(directory: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
     """Copy every evaluated run's report.json and trimmed per-sample logs (doc_id and the `race`
     scores only) from `directory` into `out`, keeping relative folders. Returns the files written."""
-    from .atomic import write_jsonl_atomic, write_text_atomic
+    from ..atomic import write_jsonl_atomic, write_text_atomic
 
     root, dest = Path(directory), Path(out)
     written = []

@@ -1,34 +1,35 @@
 """The findings of a study: every allocation's scores with bootstrap intervals, the best allocation
 of every condition with the probability that it is best, paired differences, RACE validated on a
-held-out budget (suite.holdout), and the source paper's claims (a)-(f), each judged reproduced /
-not reproduced / inconclusive at the 95% level with the numbers behind the verdict.
+held-out budget (suite.analysis.holdout), and the source paper's claims (a)-(f), each judged
+reproduced / not reproduced / inconclusive at the 95% level with the numbers behind the verdict.
 
-Everything is computed from the runs on disk (suite.evidence: reports and per-sample logs) with
-one seeded resampling plan (suite.stats), so the same files give the same findings.json byte for
-byte. Science first (`analyse`, the claims, `findings`); presentation last (`markdown`, `html`,
-`plot`), reading only the findings document. docs/findings.md states every decision rule.
+Everything is computed from the runs on disk (suite.analysis.evidence: reports and per-sample
+logs) with one seeded resampling plan (suite.analysis.stats), so the same files give the same
+findings.json byte for byte. This module is the science and the document (findings.json,
+`schemas/findings-v1.schema.json`); suite.site.findings presents it (Markdown, HTML, figures)
+reading only the document. docs/findings.md states every decision rule.
 
-    from suite import evidence, findings
+    from suite.analysis import evidence, findings
     doc = findings.findings(findings.analyse(evidence.load_runs("runs/study")))
-    print(findings.markdown(doc))
+    print(findings.to_json(doc))
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import os
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import RaceError
+from ..errors import RaceError
+from ..record import schemas
+from ..registry import Registry
 from .evidence import Run
 from .frontier import Allocation, Condition, best
-from .stats import LEVEL, Estimate, Resampler, adjusted, estimate, prob_best
+from .stats import LEVEL, Estimate, Resampler, adjusted, estimate, prob_best, rounded
 
 FORMAT = "race-findings"
 VERSION = 1
@@ -50,7 +51,7 @@ class Settings:
     replicates: int = 2000
     """Bootstrap replicates of every statistic."""
     seed: int = 2607
-    """Seed of the resampling plan (suite.stats)."""
+    """Seed of the resampling plan (suite.analysis.stats)."""
     level: float = LEVEL
     """Confidence level of every interval and verdict."""
     race_replicates: int = 500
@@ -98,7 +99,7 @@ class Point:
     """The run folders pooled."""
 
     def allocation(self) -> Allocation:
-        """suite.frontier's Allocation (observed score)."""
+        """suite.analysis.frontier's Allocation (observed score)."""
         return Allocation(label=self.label, lora_rank=self.lora_rank, p=self.p, score=self.score,
                           score_sd=0.0, reward_share=self.reward_share, total_flops=self.total_flops, n=self.n)
 
@@ -116,7 +117,7 @@ class Analysis:
     targets: Mapping[str, int]
     """Evaluation target -> problems scored."""
     holdout: Mapping | None = None
-    """RACE validated on the held-out budget (suite.holdout.validate), once `with_holdout` ran."""
+    """RACE validated on the held-out budget (suite.analysis.holdout.validate), once `with_holdout` ran."""
 
 
 # ---------------------------------------------------------------- pooling
@@ -170,12 +171,8 @@ def analyse(runs: Sequence[Run], settings: Settings = Settings()) -> Analysis:
 # ---------------------------------------------------------------- per condition
 
 
-def _r(x: float, digits: int = 4) -> float:
-    return float(round(float(x), digits)) + 0.0
-
-
 def best_point(points: Sequence[Point]) -> Point:
-    """The best observed allocation (suite.frontier.best: ties to the smaller p, then the label)."""
+    """The best observed allocation (suite.analysis.frontier.best: ties to the smaller p, then the label)."""
     top = best([x.allocation() for x in points])
     return next(x for x in points if (x.label, x.lora_rank) == (top.label, top.lora_rank))
 
@@ -192,11 +189,11 @@ def condition_summary(cond: Condition, points: Sequence[Point], level: float) ->
     top = best_point(points)
     return {
         "name": cond.name(), "condition": cond.to_dict(), "best": top.label,
-        "prob_best": _r(pb[points.index(top)]),
-        "allocations": [{"label": x.label, "lora_rank": x.lora_rank, "K": x.group_size, "mu": x.mu, "p": _r(x.p),
-                         "reward_share": _r(x.reward_share), "steps": _r(x.steps, 1),
-                         "completions": _r(x.completions, 1), "seeds": x.n,
-                         "score": estimate(x.score, x.replicates, level).to_dict(), "prob_best": _r(pb[i])}
+        "prob_best": rounded(pb[points.index(top)]),
+        "allocations": [{"label": x.label, "lora_rank": x.lora_rank, "K": x.group_size, "mu": x.mu, "p": rounded(x.p),
+                         "reward_share": rounded(x.reward_share), "steps": rounded(x.steps, 1),
+                         "completions": rounded(x.completions, 1), "seeds": x.n,
+                         "score": estimate(x.score, x.replicates, level).to_dict(), "prob_best": rounded(pb[i])}
                         for i, x in enumerate(points)],
         "differences": [{"a": a.label, "b": b.label, "diff": difference(a, b, level).to_dict()}
                         for a, b in itertools.combinations(points, 2)],
@@ -205,20 +202,25 @@ def condition_summary(cond: Condition, points: Sequence[Point], level: float) ->
 
 # ---------------------------------------------------------------- claims
 
-#: id -> (the claim as the source paper states it, the function judging it).
-CLAIMS: dict[str, tuple[str, Callable[[Analysis], dict]]] = {}
+@dataclass(frozen=True)
+class Claim:
+    """One of the source paper's claims and the function that judges it on a study."""
+
+    id: str
+    """Its letter, (a)-(f)."""
+    text: str
+    """The claim as the paper states it."""
+    judge: Callable[[Analysis], dict]
+    """Analysis -> {verdict, summary, evidence, runs}."""
+
+
+#: Claim id -> Claim, in the order they are reported.
+CLAIMS: Registry[Claim] = Registry("claim")
 
 
 def claim(cid: str, text: str):
     """Register the judge of claim `cid`: a function (Analysis) -> {verdict, summary, evidence, runs}."""
-
-    def register(fn):
-        if cid in CLAIMS:
-            raise ValueError(f"claim {cid!r} registered twice")
-        CLAIMS[cid] = (text, fn)
-        return fn
-
-    return register
+    return CLAIMS.register(cid, lambda fn: Claim(cid, text, fn))
 
 
 def _verdict(verdict: str, summary: str, evidence, runs: int) -> dict:
@@ -229,7 +231,7 @@ def _verdict(verdict: str, summary: str, evidence, runs: int) -> dict:
 def claim_a(an: Analysis) -> dict:
     rule = [r for r in an.runs if r.reward_kind == "rule"]
     model = [r for r in an.runs if r.reward_kind != "rule"]   # orm, prm, judge: a model scores
-    ev = {"rule_max_share": _r(max((r.reward_share for r in rule), default=0.0), 6),
+    ev = {"rule_max_share": rounded(max((r.reward_share for r in rule), default=0.0), 6),
           "rule_runs": len(rule), "model_runs": len(model), "thresholds": {"rule_max": RULE_MAX_SHARE,
                                                                         "visible": VISIBLE_SHARE},
           "by_reward": []}
@@ -237,8 +239,8 @@ def claim_a(an: Analysis) -> dict:
     for r in model + rule:
         by[r.params, r.model, r.reward].append(r.reward_share)
     for (_, m, rw), xs in sorted(by.items()):
-        ev["by_reward"].append({"model": m, "reward": rw, "runs": len(xs), "mean": _r(float(np.mean(xs))),
-                                "min": _r(min(xs)), "max": _r(max(xs))})
+        ev["by_reward"].append({"model": m, "reward": rw, "runs": len(xs), "mean": rounded(float(np.mean(xs))),
+                                "min": rounded(min(xs)), "max": rounded(max(xs))})
     if not rule or not model:
         return _verdict(INCONCLUSIVE, "the study needs runs of a rule reward and of a reward model", ev, len(an.runs))
     lo = min(r.reward_share for r in model)
@@ -270,9 +272,10 @@ def claim_b(an: Analysis) -> dict:
     summary = (f"larger / smaller policy over {len(pairs)} matched runs (same budget, reward, allocation, seed): "
                f"optimizer steps x{np.mean(step_ratio):.2f} (range {min(step_ratio):.2f}-{max(step_ratio):.2f}), "
                f"rollouts x{np.mean(roll_ratio):.2f} (range {min(roll_ratio):.2f}-{max(roll_ratio):.2f})")
-    ev = {"pairs": len(pairs), "step_ratio": {"mean": _r(np.mean(step_ratio)), "min": _r(min(step_ratio)),
-                                              "max": _r(max(step_ratio))},
-          "rollout_ratio": {"mean": _r(np.mean(roll_ratio)), "min": _r(min(roll_ratio)), "max": _r(max(roll_ratio))},
+    ev = {"pairs": len(pairs), "step_ratio": {"mean": rounded(np.mean(step_ratio)), "min": rounded(min(step_ratio)),
+                                              "max": rounded(max(step_ratio))},
+          "rollout_ratio": {"mean": rounded(np.mean(roll_ratio)), "min": rounded(min(roll_ratio)),
+                            "max": rounded(max(roll_ratio))},
           "matched": pairs}
     return _verdict(REPRODUCED if ok else NOT_REPRODUCED, summary, ev, 2 * len(pairs))
 
@@ -307,7 +310,7 @@ def claim_c(an: Analysis) -> dict:
         losses += raw.high < 0
         rows.append({"condition": cs.name().replace(cs.model, f"{cs.model} vs {cl.model}", 1),
                      "small": cs.model, "large": cl.model, "small_best": bs.label, "large_best": bl.label,
-                     "small_steps": _r(bs.steps, 1), "large_steps": _r(bl.steps, 1),
+                     "small_steps": rounded(bs.steps, 1), "large_steps": rounded(bl.steps, 1),
                      "diff": raw.to_dict(), "diff_adjusted": adj.to_dict()})
     top = max(rows, key=lambda r: r["diff_adjusted"]["low"])
     verdict = REPRODUCED if wins else NOT_REPRODUCED if losses == len(comps) else INCONCLUSIVE
@@ -315,7 +318,7 @@ def claim_c(an: Analysis) -> dict:
                f"better in {wins} (Bonferroni over the {len(comps)}), the larger better in {losses} (95% each); "
                f"strongest for the smaller: {top['condition']}: {_est(top['diff'])}, Bonferroni "
                f"{_est(top['diff_adjusted'])}")
-    return _verdict(verdict, summary, {"comparisons": rows, "level_adjusted": _r(lvl, 6)},
+    return _verdict(verdict, summary, {"comparisons": rows, "level_adjusted": rounded(lvl, 6)},
                     len({p for c in comps for x in (*an.points[c[0]], *an.points[c[1]]) for p in x.runs}))
 
 
@@ -350,8 +353,8 @@ def _reversals(an: Analysis, pairs: Sequence[tuple[Condition, Condition]]) -> di
         if strongest is None or margin > strongest[0]:
             strongest = (margin, rec)
     same = all(_clear_best(an.points[cx]) == _clear_best(an.points[cy]) is not None for cx, cy in pairs)
-    return {"tests": len(tests), "pairs": len(pairs), "level_adjusted": _r(lvl, 6), "reversals": found,
-            "strongest": {**strongest[1], "margin_sd": _r(strongest[0], 3)}, "same_best": same}
+    return {"tests": len(tests), "pairs": len(pairs), "level_adjusted": rounded(lvl, 6), "reversals": found,
+            "strongest": {**strongest[1], "margin_sd": rounded(strongest[0], 3)}, "same_best": same}
 
 
 def _clear_best(points: Sequence[Point]) -> str | None:
@@ -436,7 +439,7 @@ def claim_f(an: Analysis) -> dict:
 
 
 def with_holdout(an: Analysis) -> Analysis:
-    """The analysis with RACE validated on its held-out budget (suite.holdout): the replay runs
+    """The analysis with RACE validated on its held-out budget (suite.analysis.holdout): the replay runs
     RACE's fits once per replicate, so it is computed once and kept."""
     from .holdout import validate
 
@@ -455,8 +458,8 @@ def findings(an: Analysis, source: Mapping | None = None) -> dict:
     every condition's allocations with intervals, and RACE's held-out validation."""
     an = with_holdout(an)
     claims = []
-    for cid, (text, judge) in CLAIMS.items():
-        claims.append({"id": cid, "claim": text, **judge(an)})
+    for c in CLAIMS.values():
+        claims.append({"id": c.id, "claim": c.text, **c.judge(an)})
     runs = an.runs
     return {
         "format": FORMAT, "version": VERSION,
@@ -471,110 +474,19 @@ def findings(an: Analysis, source: Mapping | None = None) -> dict:
     }
 
 
+def check(doc: dict) -> None:
+    """Validate a findings document against schemas/findings-v1 (Draft 2020-12); a failure is a
+    bug in the findings, reported with the JSON path."""
+    errors = sorted(schemas.validator(schemas.FINDINGS).iter_errors(doc),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        e = errors[0]
+        raise RaceError(f"findings.json would not follow {schemas.FINDINGS}: at {schemas.json_path(e.absolute_path)}: "
+                        f"{e.message}", "this is a bug in the findings; please report it with the study folder")
+
+
 def to_json(doc: dict) -> str:
     """findings.json as text (what `race findings --check` compares byte for byte)."""
     import json
 
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
-
-
-def write(doc: dict, out: str | os.PathLike, *, plots: bool = True) -> list[Path]:
-    """findings.json (the data), findings.md and findings.html (its presentation) and, unless
-    plots=False, the frontier figures with intervals, into `out` (atomically, file by file)."""
-    from .atomic import write_text_atomic
-
-    out = Path(out)
-    paths = [write_text_atomic(out / "findings.json", to_json(doc)),
-             write_text_atomic(out / "findings.md", markdown(doc)),
-             write_text_atomic(out / "findings.html", html(doc))]
-    if plots:
-        paths += plot(doc, out)
-    return paths
-
-
-# ---------------------------------------------------------------- presentation
-
-
-def _env():
-    import jinja2
-
-    from .paths import reporters
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(reporters() / "findings")),
-                             autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["est"] = lambda e, d=3: "—" if not e else f"{e['value']:.{d}f} [{e['low']:.{d}f}, {e['high']:.{d}f}]"
-    env.filters["sci"] = lambda x: f"{float(x):.3g}"
-    return env
-
-
-def claims_text(doc: dict) -> str:
-    """The claims as a few lines for a terminal."""
-    return "\n".join(f"({c['id']}) {c['verdict'].upper()}: {c['claim']}\n    {c['summary']}" for c in doc["claims"])
-
-
-def markdown(doc: dict) -> str:
-    """findings.md: the claims table, RACE's held-out validation, every condition with intervals."""
-    return _env().get_template("findings.md.j2").render(doc=doc)
-
-
-def html(doc: dict) -> str:
-    """findings.html: the same, as a page the site can show (autoescaped; no script)."""
-    from markupsafe import Markup
-
-    from .paths import reporters
-    from .render import _csp_hash
-
-    css = (reporters() / "findings" / "findings.css").read_text(encoding="utf-8")
-    return _env().get_template("findings.html.j2").render(doc=doc, css=Markup(css), csp_style=_csp_hash(css))
-
-
-def plot(doc: dict, out: str | os.PathLike) -> list[Path]:
-    """frontier_intervals.png/.svg: score against update share, one panel per target and metric,
-    one line per model · budget · reward, each allocation with its 95% interval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .frontier import _save_figure
-
-    matplotlib.rcParams["svg.hashsalt"] = "race"
-    panels = sorted({(c["condition"]["target"], c["condition"]["metric"]) for c in doc["conditions"]
-                     if c["condition"]["metric"] in SCORE_METRICS})
-    if not panels:
-        return []
-    ncol = min(2, len(panels))
-    nrow = math.ceil(len(panels) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(6 * ncol, 4 * nrow), squeeze=False)
-    for ax, (target, metric) in zip(axes.flat, panels):
-        for c in doc["conditions"]:
-            cd = c["condition"]
-            if (cd["target"], cd["metric"]) != (target, metric):
-                continue
-            xs = [a["p"] for a in c["allocations"]]
-            ys = [a["score"]["value"] for a in c["allocations"]]
-            err = [[a["score"]["value"] - a["score"]["low"] for a in c["allocations"]],
-                   [a["score"]["high"] - a["score"]["value"] for a in c["allocations"]]]
-            ax.errorbar(xs, ys, yerr=err, marker="o", ms=3, lw=1, capsize=2,
-                        label=f"{cd['model']} · {cd['budget_band']['label']} · {cd['reward_system']}")
-        ax.set_title(f"{target} · {metric}", fontsize=10)
-        ax.set_xlabel("update share p")
-        ax.set_ylabel(f"{metric} (95% interval)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    fig.suptitle("Allocations per condition with bootstrap 95% intervals (problems and seeds resampled)")
-    fig.tight_layout()
-    try:
-        return _save_figure(fig, Path(out), "frontier_intervals")
-    finally:
-        plt.close(fig)
-
-
-def load(directory: str | os.PathLike, settings: Settings = Settings(), source: Mapping | None = None) -> dict:
-    """The findings document of the runs under `directory` (suite.evidence)."""
-    from .evidence import load_runs
-
-    return findings(analyse(load_runs(directory), settings), source)

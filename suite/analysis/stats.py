@@ -104,12 +104,14 @@ class Estimate:
 
     def to_dict(self, digits: int = 4) -> dict:
         """JSON form, rounded (the last bits of a BLAS sum differ between machines)."""
-        return {"value": _round(self.value, digits), "low": _round(self.low, digits),
-                "high": _round(self.high, digits), "level": self.level}
+        return {"value": rounded(self.value, digits), "low": rounded(self.low, digits),
+                "high": rounded(self.high, digits), "level": self.level}
 
 
-def _round(x: float, digits: int) -> float:
-    return float(round(float(x), digits)) + 0.0  # + 0.0: never write -0.0
+def rounded(x: float, digits: int = 4) -> float:
+    """x rounded for a JSON document (the last bits of a BLAS sum differ between machines);
+    never -0.0."""
+    return float(round(float(x), digits)) + 0.0
 
 
 def interval(replicates: np.ndarray, level: float = LEVEL) -> tuple[float, float]:

@@ -1,5 +1,5 @@
 """RACE validated on a held-out budget, as the source paper validates it: the pilot grid's
-diagnosis (suite.race) is checked against runs of the same conditions at a larger budget.
+diagnosis (suite.analysis.race) is checked against runs of the same conditions at a larger budget.
 
 Per condition (model, reward system, evaluation) the pilot budget's allocations go through
 `race.diagnose_points`: a regime (high-update / low-update / feedback-heavy, with its update
@@ -11,7 +11,7 @@ allocation whose pilot runs have the best native reward pooled over every condit
 for everything) gets the same regret.
 
 Uncertainty: the whole replay — diagnosis, truth, picks, baseline — is repeated on every
-bootstrap replicate of the scores (suite.stats: problems and seeds resampled, shared with every
+bootstrap replicate of the scores (suite.analysis.stats: problems and seeds resampled, shared with every
 other statistic of the study), so the hit rate and the regrets get percentile intervals.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from .frontier import Allocation, Condition, best
 from .race import FEEDBACK_THRESHOLD, MIN_POINTS, Baseline, diagnose_points, oracle, pick
-from .stats import Estimate, estimate
+from .stats import Estimate, estimate, rounded
 
 #: Metrics RACE is validated on: the evaluation targets of the paper (the native reward is the
 #: baseline's criterion, not a target).
@@ -35,7 +35,7 @@ CHANCE = 0.5
 
 
 def _allocation(x, b: int | None) -> Allocation:
-    """suite.frontier's Allocation of a point (suite.findings.Point: label, lora_rank, p,
+    """suite.analysis.frontier's Allocation of a point (suite.analysis.findings.Point: label, lora_rank, p,
     reward_share, total_flops, n, score, replicates) with its observed score (b None) or
     replicate b's."""
     s = x.score if b is None else float(x.replicates[b])
@@ -103,7 +103,7 @@ def _baseline(native: Mapping[str, Sequence], b: int | None) -> Baseline | None:
 def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, *,
              replicates: int, level: float = 0.95, threshold: float = FEEDBACK_THRESHOLD,
              metrics: Sequence[str] = METRICS) -> dict:
-    """RACE's held-out validation over every condition (points: suite.findings.Point per
+    """RACE's held-out validation over every condition (points: suite.analysis.findings.Point per
     allocation) that has at least MIN_POINTS common
     allocations at the `pilot` and the `validation` budget (band upper ends). Uses the first
     `replicates` bootstrap replicates of each point. Returns a JSON-ready dict: settings, one
@@ -143,7 +143,7 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
         regret = estimate(o.regret, np.array([r[i].regret for r in reps]), level)
         trial = {"condition": cond.to_dict(), "name": cond.name(), "allocations": [x.label for x in p],
                  "regime": o.regime, "side": o.side, "truth": o.truth, "truth_side": o.truth_side, "hit": o.hit,
-                 "hit_share": _round(np.mean([r[i].hit for r in reps])), "fallback": o.fallback,
+                 "hit_share": rounded(np.mean([r[i].hit for r in reps])), "fallback": o.fallback,
                  "chosen": o.chosen, "best": o.best, "regret": regret.to_dict(), "baseline": o.baseline,
                  "baseline_regret": None}
         if o.baseline_regret is not None:
@@ -169,6 +169,3 @@ def _summary(observed: list[Replay], reps: list[list[Replay]], level: float) -> 
             lambda rs: float(np.mean([r.regret - r.baseline_regret for r in rs]))).to_dict()
     return out
 
-
-def _round(x: float) -> float:
-    return float(round(float(x), 4))

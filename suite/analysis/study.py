@@ -1,21 +1,21 @@
 """Studies: a fractional design of IsoFLOP grids that answers the source paper's claims, run as one
-resumable job and analysed into findings (suite.findings).
+resumable job (suite.pipeline.studyrun) and analysed into findings (suite.analysis.findings).
 
 A study file (tasks/studies/*.yaml) declares once what its grids share — the cell fields, the
 models, reward systems, allocations, seeds, band and evaluation — and then *blocks*: each block
 picks models, budgets, rewards and allocations from those, says which claims (a)-(f) it answers
-and why, and becomes one suite.grid Grid. A full cross of every axis would cost days on two
+and why, and becomes one suite.analysis.grid Grid. A full cross of every axis would cost days on two
 cores; blocks let a study run only the cells a claim needs (docs/findings.md has the claim ->
 cells table of the shipped study). A cell two blocks share (same id) is run once.
 
-    from suite import study
-    s = study.load("tasks/studies/paper.yaml")
+    from suite.analysis import study
+    s = study.load("tasks/studies/paper.yaml")             # checked: schemas/study-v1.schema.json
     sp = study.plan(s)                                     # every block planned; cells merged
     print(study.plan_text(sp, study.calibrate("runs/calibration")))   # with a measured cost estimate
-    study.run(sp, "runs/study")                             # resumable; then `race findings runs/study`
+    # running it: suite.pipeline.studyrun.run(sp, "runs/study"), or `race study FILE --out DIR`
 
 **Cost.** `calibrate` reads cells that have already run (their reports' per-phase FLOPs and
-seconds, and the train / evaluation wall seconds suite.grid records in timing.json) and fits,
+seconds, and the train / evaluation wall seconds suite.record.timing keeps in timing.json) and fits,
 per model, seconds per FLOP of each phase (the reward phase per reward system, by rollouts for
 rule rewards, which cost 0 FLOPs), a per-run overhead and the evaluation's seconds. `estimate`
 prices each planned cell with them: what the study will cost on the machine the calibration
@@ -26,22 +26,19 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from .errors import RaceError
+from ..errors import RaceError
+from ..record import schemas
+from .grid import EvalPlan, Grid, PlannedCell, budget_tag, expand, grid_from_dict, prompt_stats_of, read_yaml
+from .grid import plan as plan_cells
 
-#: Top-level keys of a study file.
-STUDY_KEYS = ("name", "description", "cell", "models", "rewards", "allocations", "seeds", "band", "eval",
-              "engine_profile", "blocks", "race", "analysis")
-#: Keys of one block.
-BLOCK_KEYS = ("models", "budgets", "rewards", "allocations", "seeds", "claims", "why")
 #: The validation budget must be at least this multiple of the pilot budget (issue: >= 4x).
 MIN_HOLDOUT_RATIO = 4
+#: A study folder's record of the study, its plan and the sessions that ran it (suite.pipeline.studyrun).
 STUDY_FILE = "study.json"
 
 
@@ -51,10 +48,10 @@ class Block:
 
     name: str
     """Block name."""
-    grid: Any
-    """suite.grid.Grid of the block."""
+    grid: Grid
+    """The block's grid."""
     claims: tuple[str, ...]
-    """Claim ids (suite.findings.CLAIMS) the block's cells answer."""
+    """Claim ids (suite.analysis.findings.CLAIMS) the block's cells answer."""
     why: str
     """One sentence: what the block's cells contribute."""
 
@@ -74,7 +71,7 @@ class Study:
     validation: int
     """Held-out validation budget (>= MIN_HOLDOUT_RATIO x pilot): RACE's calls are checked on it."""
     analysis: Mapping[str, Any] = field(default_factory=dict)
-    """suite.findings.Settings fields (replicates, seed, level, race_replicates)."""
+    """suite.analysis.findings.Settings fields (replicates, seed, level, race_replicates)."""
     source: str | None = None
     """The study file."""
 
@@ -85,12 +82,12 @@ class StudyPlan:
 
     study: Study
     """The study."""
-    cells: tuple[Any, ...]
-    """Every distinct planned cell (suite.grid.PlannedCell), in block order."""
+    cells: tuple[PlannedCell, ...]
+    """Every distinct planned cell, in block order."""
     blocks: Mapping[str, tuple[str, ...]]
     """Block name -> ids of its cells."""
-    evaluation: Any
-    """suite.grid.EvalPlan shared by every block."""
+    evaluation: EvalPlan
+    """The evaluation plan every block shares."""
 
 
 # ---------------------------------------------------------------- loading
@@ -104,56 +101,39 @@ def _pick(shared: Mapping[str, Any], chosen: Any, what: str, where: str) -> dict
     missing = [n for n in names if n not in shared]
     if missing:
         raise RaceError(f"{where}: {what} {missing[0]!r} is not declared at the top of the study",
-                        f"declared {what}: {', '.join(shared) or 'none'}")
+                        f"declared {what}s: {', '.join(shared) or 'none'}")
     return {n: shared[n] for n in names}
 
 
 def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike | None = None,
                     source: str | None = None) -> Study:
-    """Check a parsed study file; every problem raises RaceError naming the key."""
+    """A Study from a mapping (a parsed study file): checked against schemas/study-v1.schema.json,
+    each block's grid against grid-v1, then what the schemas cannot say (declared names, claim
+    ids, the RACE budgets). Every problem raises RaceError naming the key."""
     from .findings import CLAIMS
-    from .grid import budget_tag, grid_from_dict
 
     where = f"study {source or name or ''}".strip()
-    if not isinstance(d, Mapping):
-        raise RaceError(f"{where}: a study file must be a YAML mapping", "see docs/findings.md")
-    unknown = sorted(set(d) - set(STUDY_KEYS))
-    if unknown:
-        raise RaceError(f"{where}: unknown key {unknown[0]!r}", f"study keys: {', '.join(STUDY_KEYS)}")
-    blocks_in = d.get("blocks")
-    if not isinstance(blocks_in, Mapping) or not blocks_in:
-        raise RaceError(f"{where}: `blocks` must map block names to their models, budgets, rewards and allocations",
-                        "see docs/findings.md")
+    d = schemas.numbers_parsed(d, schemas.STUDY)
+    schemas.check_spec(d, schemas.STUDY, where)
     sname = str(d.get("name") or name or "study")
     shared = {k: d[k] for k in ("cell", "band", "eval", "engine_profile") if k in d}
     blocks = []
-    for bname, b in blocks_in.items():
+    for bname, b in d["blocks"].items():
         bwhere = f"{where} block {bname}"
-        if not isinstance(b, Mapping):
-            raise RaceError(f"{bwhere}: a block must be a mapping", f"block keys: {', '.join(BLOCK_KEYS)}")
-        bad = sorted(set(b) - set(BLOCK_KEYS))
-        if bad:
-            raise RaceError(f"{bwhere}: unknown key {bad[0]!r}", f"block keys: {', '.join(BLOCK_KEYS)}")
-        if not b.get("budgets"):
-            raise RaceError(f"{bwhere}: `budgets` is required", "e.g. budgets: [8.0e11]")
-        claims = tuple(str(c) for c in (b.get("claims") or ()))
-        for c in claims:
-            if c not in CLAIMS:
-                raise RaceError(f"{bwhere}: unknown claim {c!r}", f"claims: {', '.join(CLAIMS)}")
+        claims = tuple(b.get("claims") or ())
+        unknown = [c for c in claims if c not in CLAIMS]
+        if unknown:
+            raise RaceError(f"{bwhere}: unknown claim {unknown[0]!r}", f"claims: {', '.join(CLAIMS)}")
         g = {**shared, "name": f"{sname}-{bname}", "budgets": b["budgets"],
-             "models": _pick(d.get("models") or {}, b.get("models"), "model", bwhere),
-             "rewards": _pick(d.get("rewards") or {}, b.get("rewards"), "reward", bwhere),
-             "allocations": _pick(d.get("allocations") or {}, b.get("allocations"), "allocation", bwhere),
+             "models": _pick(d["models"], b.get("models"), "model", bwhere),
+             "rewards": _pick(d["rewards"], b.get("rewards"), "reward", bwhere),
+             "allocations": _pick(d["allocations"], b.get("allocations"), "allocation", bwhere),
              "seeds": b.get("seeds", d.get("seeds", [0]))}
         blocks.append(Block(str(bname), grid_from_dict(g, name=f"{sname}-{bname}", base=base, source=source),
                             claims, str(b.get("why") or "")))
     race = d.get("race") or {}
     budgets = sorted({x for blk in blocks for x in blk.grid.budgets})
-    try:
-        pilot = int(float(race.get("pilot", budgets[0])))
-        validation = int(float(race.get("validation", budgets[-1])))
-    except (TypeError, ValueError):
-        raise RaceError(f"{where}: race.pilot and race.validation must be FLOP budgets", "e.g. pilot: 8.0e11") from None
+    pilot, validation = int(race.get("pilot", budgets[0])), int(race.get("validation", budgets[-1]))
     for what, b in (("pilot", pilot), ("validation", validation)):
         if b not in budgets:
             raise RaceError(f"{where}: race.{what} {budget_tag(b)} is not a budget of any block",
@@ -162,38 +142,13 @@ def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike 
         raise RaceError(f"{where}: the validation budget {budget_tag(validation)} is less than "
                         f"{MIN_HOLDOUT_RATIO}x the pilot budget {budget_tag(pilot)}",
                         "RACE is validated on a held-out budget at least 4x the pilot's")
-    analysis = dict(d.get("analysis") or {})
-    from .findings import Settings
-
-    bad = sorted(set(analysis) - {"replicates", "seed", "level", "race_replicates"})
-    if bad:
-        raise RaceError(f"{where}: unknown analysis key {bad[0]!r}", "analysis keys: replicates, seed, level, "
-                                                                     "race_replicates")
-    for k, v in analysis.items():
-        ok = (0 < v < 1) if k == "level" else (v >= 0 if k == "seed" else v >= 1)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (k != "level" and v != int(v)) or not ok:
-            raise RaceError(f"{where}: analysis.{k} must be " + ("a fraction in (0, 1)" if k == "level" else
-                            "a non-negative integer" if k == "seed" else "a positive integer") + f", got {v!r}")
-    Settings(**analysis)
-    return Study(sname, str(d.get("description") or ""), tuple(blocks), pilot, validation, analysis, source)
+    return Study(sname, str(d.get("description") or ""), tuple(blocks), pilot, validation,
+                 dict(d.get("analysis") or {}), source)
 
 
 def load(path: str | os.PathLike) -> Study:
     """Read and check a study file. RaceError naming it when missing or malformed."""
-    import yaml
-
-    p = Path(path)
-    if not p.is_file():
-        from .paths import tasks
-
-        shipped = sorted(str(x) for x in (tasks() / "studies").glob("*.yaml")) if (tasks() / "studies").is_dir() else []
-        raise RaceError(f"study file {path} does not exist", ("shipped studies: " + ", ".join(shipped)) if shipped else None)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise RaceError(f"study {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),
-                        "check indentation and colons") from None
+    p, data = read_yaml(path, "study")
     return study_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
 
 
@@ -201,12 +156,10 @@ def load(path: str | os.PathLike) -> Study:
 
 
 def plan(s: Study) -> StudyPlan:
-    """Plan every block (suite.grid: expand, plan) and merge their cells. Blocks take every cell
+    """Plan every block (suite.analysis.grid: expand, plan) and merge their cells. Blocks take every cell
     field from the study's shared declarations, so a cell id two blocks share is the same cell and
-    runs once. Budgets are never raised (suite.grid's raise_budgets): the study's conditions must
+    runs once. Budgets are never raised (a grid's raise_budgets): the study's conditions must
     meet at the budgets it names, so a cell that cannot reach its band is refused by name."""
-    from .grid import expand, plan as plan_cells, prompt_stats_of
-
     cells: dict[str, Any] = {}
     blocks: dict[str, tuple[str, ...]] = {}
     stats: dict = {}
@@ -253,8 +206,9 @@ class Rates:
 
 
 def calibrate(directory: str | os.PathLike) -> Rates:
-    """Rates from every cell under `directory` with a report and a timing.json (suite.grid)."""
-    from .grid import TIMING_FILE
+    """Rates from every cell under `directory` with a report and a timing.json (suite.record.timing)."""
+    from ..record.report import read_report
+    from ..record.timing import TIMING_FILE, read_timing
 
     root = Path(directory)
     sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -263,14 +217,12 @@ def calibrate(directory: str | os.PathLike) -> Rates:
     reward_unit: dict[tuple, str] = {}
     names, loads = [], []
     for t in sorted(root.rglob(TIMING_FILE)):
-        rep = t.parent / "report.json"
-        if not rep.is_file():
+        timing = read_timing(t.parent)
+        if not (t.parent / "report.json").is_file() or not {"train_seconds", "eval_seconds"} & set(timing):
             continue
-        timing, doc = json.loads(t.read_text()), json.loads(rep.read_text())
-        if "train_seconds" not in timing and "eval_seconds" not in timing:
-            continue
-        model, system = doc["policy"]["name"], doc["reward"]["system"]
-        flops, secs = doc["totals"]["flops"], doc["totals"]["seconds"]
+        rep = read_report(t.parent / "report.json", check=False, name=t.parent.relative_to(root).as_posix())
+        model, system = rep.model, rep.reward_system
+        flops, secs = rep.flops, rep.seconds
         if "train_seconds" in timing and not timing.get("train_resumed"):
             for ph in ("rollout", "update"):
                 sums[model, ph][0] += secs[ph]
@@ -278,8 +230,7 @@ def calibrate(directory: str | os.PathLike) -> Rates:
             unit = "flops" if flops["reward"] else "completions"
             reward_unit[model, system] = unit
             sums[model, "reward", system][0] += secs["reward"]
-            sums[model, "reward", system][1] += flops["reward"] if unit == "flops" else \
-                doc["totals"]["work"]["count.completions"]
+            sums[model, "reward", system][1] += flops["reward"] if unit == "flops" else rep.completions
             over[model].append(timing["train_seconds"] - sum(secs.values()))
             loads += [x[0] for x in [timing.get("train_load_average")] if x]
         if "eval_seconds" in timing:
@@ -321,8 +272,6 @@ def estimate(pc, rates: Rates) -> float | None:
 def plan_text(sp: StudyPlan, rates: Rates | None = None) -> str:
     """The plan as text: blocks, the claim -> cells table, every cell (with its estimated wall
     seconds when `rates` are given) and the total."""
-    from .grid import budget_tag
-
     s = sp.study
     lines = [f"study {s.name}: {len(sp.cells)} cells in {len(s.blocks)} blocks; RACE pilot {budget_tag(s.pilot)} -> "
              f"validation {budget_tag(s.validation)} FLOPs", ""]
@@ -356,55 +305,7 @@ def plan_text(sp: StudyPlan, rates: Rates | None = None) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- running
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from . import __version__
-
-    out = {"race": __version__, "python": platform.python_version()}
-    for dist in ("torch", "transformers", "trl", "peft", "lm_eval", "math-verify", "numpy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = None
-    return out
-
-
-def _machine() -> dict:
-    return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count()}
-
-
-def _portable(obj, prefix: str):
-    """obj with every string path under the checkout written relative to it: study.json is
-    committed with a study's results and must not carry one machine's folders."""
-    if isinstance(obj, dict):
-        return {k: _portable(v, prefix) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_portable(v, prefix) for v in obj]
-    return obj[len(prefix):] if isinstance(obj, str) and obj.startswith(prefix) else obj
-
-
-def write_study_json(sp: StudyPlan, out: Path, sessions: Sequence[dict] = ()) -> Path:
-    """out/study.json: the study, its blocks and claims, the planned cells and every session
-    that ran it (machine, versions, wall time). Atomic."""
-    from .atomic import write_json_atomic
-
-    s = sp.study
-    ev = sp.evaluation
-    doc = {"study": {"name": s.name, "source": s.source, "description": s.description,
-                     "race": {"pilot": s.pilot, "validation": s.validation}, "analysis": dict(s.analysis)},
-           "blocks": [{"name": b.name, "claims": list(b.claims), "why": b.why, "cells": list(sp.blocks[b.name])}
-                      for b in s.blocks],
-           "claims": {c: len(ids) for c, ids in claim_cells(sp).items()},
-           "eval": {"targets": list(ev.targets), "limit": ev.limit, "batch_size": ev.batch_size, "judge": ev.judge},
-           "cells": [pc.to_dict() for pc in sp.cells],
-           "sessions": list(sessions)}
-    from .paths import home
-
-    return write_json_atomic(out / STUDY_FILE, _portable(doc, str(home()) + os.sep))
+# ---------------------------------------------------------------- a study folder
 
 
 def read_study_json(directory: str | os.PathLike) -> dict | None:
@@ -418,30 +319,15 @@ def read_study_json(directory: str | os.PathLike) -> dict | None:
         raise RaceError(f"{p}: not valid JSON", "rerun the study command to rewrite it") from None
 
 
-def run(sp: StudyPlan, out: str | os.PathLike, *, workers: int = 1, executor: str = "local",
-        threads: int | None = None, progress: bool = True, address: str | None = None,
-        gpus_per_cell: float = 0.0):
-    """Run and evaluate every cell of the study into out/cells/ (suite.grid.run: finished cells
-    are skipped, a killed cell resumes from its checkpoint) and record the session (start, end,
-    wall seconds, cells run, machine, versions) in out/study.json. Returns suite.grid.GridResult."""
-    from .grid import run as run_grid
+def findings_settings(doc: Mapping | None, **overrides):
+    """The findings' Settings (suite.analysis.findings): defaults, then a study folder's study.json
+    (`doc`: its analysis settings and RACE budgets), then `overrides` that are not None."""
+    from .findings import Settings
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    old = read_study_json(out) or {}
-    sessions = list(old.get("sessions") or [])
-    write_study_json(sp, out, sessions)
-    started, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.perf_counter()
-    load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    # One torch thread per cell unless told: the tiny models gain nothing from more, and more
-    # threads per process oversubscribe a 2-core machine (suite.quickstart measured ~10x slower).
-    threads = threads or 1
-    result = run_grid(sp.cells, out, sp.evaluation, workers=workers, executor=executor, threads=threads,
-                      progress=progress, grid=None, address=address, gpus_per_cell=gpus_per_cell)
-    sessions.append({"started": started, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                     "wall_seconds": round(time.perf_counter() - t0, 1), "load_average_at_start": load,
-                     "ran": len(result.ran), "skipped": len(result.skipped), "failed": sorted(result.failed),
-                     "workers": workers, "executor": executor, "threads": threads,
-                     "machine": _machine(), "versions": _versions()})
-    write_study_json(sp, out, sessions)
-    return result
+    kw: dict = {}
+    if doc:
+        kw.update(doc["study"].get("analysis") or {})
+        kw.update(pilot=doc["study"]["race"]["pilot"], validation=doc["study"]["race"]["validation"])
+    kw.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**kw)
+
