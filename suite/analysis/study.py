@@ -33,6 +33,7 @@ from typing import Any, Mapping
 
 from ..errors import RaceError
 from ..record import schemas
+from .findings import CLAIMS, Settings
 from .grid import EvalPlan, Grid, PlannedCell, budget_tag, expand, grid_from_dict, prompt_stats_of, read_yaml
 from .grid import plan as plan_cells
 
@@ -110,8 +111,6 @@ def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike 
     """A Study from a mapping (a parsed study file): checked against schemas/study-v1.schema.json,
     each block's grid against grid-v1, then what the schemas cannot say (declared names, claim
     ids, the RACE budgets). Every problem raises RaceError naming the key."""
-    from .findings import CLAIMS
-
     where = f"study {source or name or ''}".strip()
     d = schemas.numbers_parsed(d, schemas.STUDY)
     schemas.check_spec(d, schemas.STUDY, where)
@@ -175,8 +174,6 @@ def plan(s: Study) -> StudyPlan:
 
 def claim_cells(sp: StudyPlan) -> dict[str, tuple[str, ...]]:
     """Claim id -> the ids of the cells that answer it (from the blocks' `claims`)."""
-    from .findings import CLAIMS
-
     out: dict[str, list[str]] = {c: [] for c in CLAIMS}
     for b in sp.study.blocks:
         for c in b.claims:
@@ -319,11 +316,9 @@ def read_study_json(directory: str | os.PathLike) -> dict | None:
         raise RaceError(f"{p}: not valid JSON", "rerun the study command to rewrite it") from None
 
 
-def findings_settings(doc: Mapping | None, **overrides):
+def findings_settings(doc: Mapping | None, **overrides) -> Settings:
     """The findings' Settings (suite.analysis.findings): defaults, then a study folder's study.json
     (`doc`: its analysis settings and RACE budgets), then `overrides` that are not None."""
-    from .findings import Settings
-
     kw: dict = {}
     if doc:
         kw.update(doc["study"].get("analysis") or {})
