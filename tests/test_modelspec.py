@@ -111,7 +111,7 @@ def test_missing_field_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("extra,word", [
-    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2}, "mixture-of-experts"),
+    ({"num_local_experts": 8, "num_experts_per_tok": 2}, "mixture-of-experts"),  # experts on a dense type
     ({"model_type": "qwen2_moe", "num_experts": 60}, "mixture-of-experts"),
     ({"model_type": "t5", "is_encoder_decoder": True, "d_model": 512}, "encoder-decoder"),
     ({"model_type": "gpt2"}, "not supported"),
