@@ -310,6 +310,9 @@ class EngineProfile:
     finished sequences keep decoding until the longest one ends."""
     prefill_per_completion: bool = True
     """Each of the K completions prefills its own copy of the prompt (no prefix sharing)."""
+    rollout_padded: bool | None = None
+    """Generation pads like training (HF generate: left-padded prompts, finished rows keep
+    decoding); None: as `padded`. False for vLLM rollouts of a padded trainer."""
     lm_head_train: str = "completion"
     """LM head positions in log-prob passes: 'completion' (the tokens scored) or 'all'
     (every position but the last of the padded row)."""
@@ -327,6 +330,11 @@ class EngineProfile:
     """Training passes run the PEFT model: an expert LoRA (peft ParamWrapper) is folded into the
     expert weights once per forward call, and its gradient flows through the folded weights.
     False: the LoRA branch per routed token (useful work)."""
+
+    @property
+    def rollout_is_padded(self) -> bool:
+        """Whether generation pads (rollout_padded, defaulting to padded)."""
+        return self.padded if self.rollout_padded is None else self.rollout_padded
 
     def micro_batches(self, s: GRPOSettings) -> int:
         """Forward calls per training pass over a generation batch (TRL: steps_per_generation,
@@ -350,7 +358,7 @@ class EngineProfile:
     def describe(self) -> dict:
         """The profile's facts, for docs and reports."""
         return {"name": self.name, "description": self.description, "padded": self.padded,
-                "prefill_per_completion": self.prefill_per_completion,
+                "prefill_per_completion": self.prefill_per_completion, "rollout_padded": self.rollout_is_padded,
                 "lm_head_train": self.lm_head_train, "lm_head_recompute": self.lm_head_recompute,
                 "checkpoint_early_stop": self.checkpoint_early_stop, "hf_rollout": self.hf_rollout,
                 "peft_training": self.peft_training}
@@ -403,6 +411,19 @@ class TRLCPUProfile(TRLProfile):
     lm_head_train = "all"
 
 
+@engine("trl-vllm")
+class TRLVLLMProfile(TRLProfile):
+    """TRL 1.16 GRPOTrainer with use_vllm=True (vllm_mode server or colocate): vLLM generates,
+    TRL trains as in 'trl'."""
+
+    description = ("TRL 1.16 GRPOTrainer with vLLM generation (server or colocate): vLLM's prefix caching (on by "
+                   "default) shares one prompt prefill among the K completions of a prompt, each completion decodes "
+                   "its own tokens and logits are computed only at sampled positions; training as 'trl'")
+    rollout_padded = False
+    prefill_per_completion = False
+    hf_rollout = False
+
+
 @engine("generic")
 class GenericProfile(EngineProfile):
     """Useful work only: no padding, LM head on completion tokens; for hand-filled reports."""
@@ -416,9 +437,11 @@ class VerlProfile(EngineProfile):
     """verl 0.9 main_ppo (FSDP actor, remove-padding on, vLLM rollout), as `race import verl`
     and `race export verl` configure it."""
 
-    description = ("verl 0.9 main_ppo with use_remove_padding: no padding; each completion prefills its prompt; "
+    description = ("verl 0.9 main_ppo with use_remove_padding: no padding; vLLM rollout with prefix caching "
+                   "(rollout.enable_prefix_caching, on by default) shares one prompt prefill among the K completions; "
                    "log-prob passes project every position (logits over the unpadded sequence); the old-policy "
                    "log-prob forward runs every step (rollout_correction.bypass_mode off)")
+    prefill_per_completion = False  # verl/trainer/config/rollout/rollout.yaml: enable_prefix_caching: True
     lm_head_train = "all"
     # fsdp_workers: gradient_checkpointing_enable(use_reentrant=False) -> torch's early stop
     checkpoint_early_stop = True
@@ -490,6 +513,10 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
     n = len(completions)
     k = settings.group_size
     lens = [p + c for p, c in zip(prompts, completions)]
+    if prof.prefill_per_completion:
+        pre = prompts
+    else:  # K consecutive completions share one prompt prefill (prefix caching)
+        pre = [prompts[i] if i % k == 0 else 0 for i in range(n)]
     if prof.padded:
         pw = _ceil_to(max(prompts), settings.pad_to_multiple_of)
         cw = _ceil_to(max(completions), settings.pad_to_multiple_of)
@@ -502,17 +529,14 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
         lm = sum(completions) if prof.lm_head_train == "completion" else n * (lw - 1)
         one = {"tokens": n * lw, "attn_causal": n * _tri(lw), "attn_full": n * lw * lw, "lm_head": lm}
     else:
-        if prof.prefill_per_completion:
-            pre = prompts
-        else:  # K consecutive completions share one prompt prefill
-            pre = [prompts[i] if i % k == 0 else 0 for i in range(n)]
+        lm = sum(completions) if prof.lm_head_train == "completion" else sum(x - 1 for x in lens)
+        one = {"tokens": sum(lens), "attn_causal": sum(_tri(x) for x in lens),
+               "attn_full": sum(x * x for x in lens), "lm_head": lm}
+    if not prof.rollout_is_padded:  # each completion decodes its own tokens; logits only where sampled
         roll = {"tokens": sum(pre) + sum(c - 1 for c in completions),
                 "attn_causal": sum(_tri(p) for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "attn_full": sum(p * p for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "lm_head": sum(completions)}
-        lm = sum(completions) if prof.lm_head_train == "completion" else sum(x - 1 for x in lens)
-        one = {"tokens": sum(lens), "attn_causal": sum(_tri(x) for x in lens),
-               "attn_full": sum(x * x for x in lens), "lm_head": lm}
     for s in _STATS:
         w[f"update.train.{s}"] = iterations * one[s]
     w["count.update"] = iterations * sum(lens)
@@ -611,15 +635,14 @@ def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
     w.update({key: 0 for key in rm.keys("reward")} if reward else {})
     n, k = len(completions), settings.group_size
     lens = [p + c for p, c in zip(prompts, completions)]
-    if prof.padded:
-        pw = _ceil_to(max(prompts), settings.pad_to_multiple_of)
-        lw = pw + _ceil_to(max(completions), settings.pad_to_multiple_of)
+    pw = _ceil_to(max(prompts), settings.pad_to_multiple_of)
+    lw = pw + _ceil_to(max(completions), settings.pad_to_multiple_of)
+    train = [lw] * n if prof.padded else lens
+    if prof.rollout_is_padded:
         cmax = max(completions)
-        train = [lw] * n
         gen = [(pw, cmax, True)] * n
         calls = cmax  # one batched generate: the prefill, then one forward per decode step
     else:
-        train = lens
         gen = [(p, c, prof.prefill_per_completion or i % k == 0) for i, (p, c) in enumerate(zip(prompts, completions))]
         calls = 0  # engines without HF generate (vLLM) run no peft forward per step
     micro = prof.micro_batches(settings)
@@ -1203,17 +1226,64 @@ def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prom
 # ---- other engines' formulas, for comparison -------------------------------------------------
 
 
-def verl_update_flops(spec: ModelSpec, seq_lengths: Sequence[int]) -> int:
-    """verl's estimate (verl/utils/flops_counter.py, _estimate_qwen2_flops) for one update
-    pass over sequences of these lengths: 6 * N_dense * tokens + 6 * sum(L^2) * head_dim *
-    heads * layers (verl 0.9.1; older releases used 12), with N_dense the projection weights plus 2 * vocab * hidden (embedding and
-    LM head, tied or not) -- the same for LoRA as for full fine-tuning. Rollout not counted."""
-    h = spec.hidden_size
-    mlp = 3 * h * spec.intermediate_size
+VERL_ESTIMATORS = {"qwen2": "qwen2", "llama": "qwen2", "qwen3": "qwen2", "mistral": "qwen2",
+                   "qwen3_moe": "qwen2_moe", "gemma3_text": "gemma3", "gpt_oss": "gpt_oss",
+                   "deepseek_v3": "deepseek_v3", "qwen3_5_text": "qwen3_5"}
+"""Our model types verl 0.9.1's FlopsCounter (verl/utils/flops_counter.py, ESTIMATE_FUNC)
+estimates, and with which of its formulas (_estimate_<name>_flops); for the others (mixtral,
+gemma2, olmo2, olmo3, phi3, smollm3, qwen3_next) verl logs MFU 0."""
+
+
+def verl_update_flops(spec: ModelSpec, seq_lengths: Sequence[int]) -> int | None:
+    """verl 0.9.1's estimate for one update pass over sequences of these lengths (None where
+    verl has no formula for the model type): 6 * N * tokens, N the matmul weights a token passes
+    (MoE: top-k experts; router) plus 2 * vocab * hidden (embedding and LM head, tied or not),
+    plus attention 6 * sum(L^2) * head_dim * heads per full layer (sliding layers: L * min(L, w);
+    DeepSeek MLA: 3 * sum(L^2) * (qk + v head dims) * heads; Qwen3.5: + 15 * dk * dv * value heads
+    per token and linear layer) -- the same for LoRA as for full fine-tuning. Rollout not counted."""
+    kind = VERL_ESTIMATORS.get(spec.model_type)
+    if kind is None:
+        return None
+    h, nl = spec.hidden_size, spec.num_layers
+    tokens, sq = sum(seq_lengths), sum(x * x for x in seq_lengths)
+    emb = 2 * spec.vocab_size * h
+    if kind == "deepseek_v3":
+        nope_rope, v, rank = spec.head_dim, spec.v_head_dim or spec.head_dim, spec.kv_lora_rank
+        attn = (h * spec.q_lora_rank + spec.num_heads * nope_rope * spec.q_lora_rank) if spec.q_lora_rank \
+            else h * spec.num_heads * nope_rope
+        attn += h * (rank + spec.qk_rope_head_dim) + spec.num_heads * (nope_rope - spec.qk_rope_head_dim + v) * rank
+        attn += spec.num_heads * v * h
+        dense_k = len(spec.dense_mlp_layers)
+        n_shared = spec.shared_expert_intermediate_size // spec.moe_intermediate_size
+        moe = h * spec.num_experts + h * spec.moe_intermediate_size * (spec.experts_per_token + n_shared) * 3
+        n = (moe + attn) * (nl - dense_k) + (3 * h * spec.intermediate_size + attn) * dense_k + emb
+        return 6 * n * tokens + 3 * sq * nl * (nope_rope + v) * spec.num_heads
+    if kind == "qwen3_5":
+        full = sum(t == "full_attention" for t in spec.layer_types) if spec.layer_types else nl
+        lin = nl - full
+        q, kv = spec.q_dim, spec.kv_dim
+        lk = spec.linear_num_key_heads * spec.linear_key_head_dim
+        lv = spec.linear_num_value_heads * spec.linear_value_head_dim
+        attn = h * (2 * q + 2 * kv + q) * full
+        attn += (h * (2 * lk + 3 * lv + 2 * spec.linear_num_value_heads) + spec.linear_conv_kernel * (2 * lk + lv)) * lin
+        mlp = 3 * h * spec.intermediate_size * nl
+        gdn = 15 * spec.linear_key_head_dim * spec.linear_value_head_dim * spec.linear_num_value_heads * tokens * lin
+        return 6 * (mlp + attn + emb) * tokens + 6 * sq * spec.head_dim * spec.num_heads * full + gdn
     attn_lin = h * (spec.q_dim + 2 * spec.kv_dim + spec.q_dim)
-    dense = (mlp + attn_lin) * spec.num_layers + 2 * spec.vocab_size * h
-    return 6 * dense * sum(seq_lengths) + 6 * sum(x * x for x in seq_lengths) * spec.head_dim \
-        * spec.num_heads * spec.num_layers
+    if kind == "qwen2":
+        mlp = 3 * h * spec.intermediate_size
+    elif kind in ("qwen2_moe", "gpt_oss"):
+        mlp = 3 * h * spec.moe_intermediate_size * spec.experts_per_token + h * spec.num_experts
+    else:  # gemma3
+        mlp = 3 * h * spec.intermediate_size
+    dense = (mlp + attn_lin) * nl + emb
+    if kind in ("gemma3", "gpt_oss") and spec.layer_types:
+        w = spec.sliding_window
+        sq = sum(x * (min(x, w) if t == "sliding_attention" and w else x)
+                 for t in spec.layer_types for x in seq_lengths)
+    else:
+        sq *= nl
+    return 6 * dense * tokens + 6 * sq * spec.head_dim * spec.num_heads
 
 
 def six_n_t(spec: ModelSpec, tokens: int) -> int:
@@ -1225,5 +1295,6 @@ __all__ = [
     "ATTENTION", "PROJECTIONS", "PHASES", "WORK_KEYS", "METHOD", "VERSION", "Adapter", "GRPOSettings",
     "EngineProfile", "ENGINES", "engine", "get_engine", "work_from_lengths", "work_from_means", "add_work",
     "tokens_from_work", "coefficients", "pass_breakdown", "phase_flops", "StepFlops", "step_flops",
-    "verl_update_flops", "six_n_t",
+    "verl_update_flops", "six_n_t", "VERL_ESTIMATORS", "Needs", "LoraUnit", "lora_units", "TARGET_NAMES", "ALL_LINEAR",
+    "CHUNK", "required_keys", "adaptable_names", "unmatched_targets",
 ]

@@ -437,7 +437,8 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     settings = GRPOSettings(group_size=1, prompts_per_step=len(prompt_lengths),
                             max_completion_tokens=max(generated_lengths), gradient_checkpointing=False)
     work = work_from_lengths(prompt_lengths, generated_lengths, settings, engine="generic",
-                             reward_lengths=scored if reward_model else None, iterations=0)
+                             reward_lengths=scored if reward_model else None, iterations=0,
+                             policy=policy, reward_model=reward_model)
     flops = phase_flops(work, policy, _accounting_adapter(adapter_cfg), settings, reward_model,
                         engine="generic", attention=attention)
     return flops["rollout"], flops["reward"]

@@ -415,7 +415,7 @@ def step_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str
     n = settings.group_size * settings.prompts_per_step
     reward = [2 * (max_prompt_tokens + settings.max_completion_tokens)] * n if reward_model is not None else None
     work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
-                             reward, iterations=1, generation=True)
+                             reward, iterations=1, generation=True, policy=policy, reward_model=reward_model)
     return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
 
 

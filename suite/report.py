@@ -202,9 +202,13 @@ def load_run_spec(path: str | os.PathLike) -> RunSpec:
 
 
 def model_entry(spec: "ModelSpec") -> dict:
-    """A report `model` object: name, spec and exact parameter counts."""
-    return {"name": spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
-            "params_non_embedding": spec.params_non_embedding}
+    """A report `model` object: name, spec and exact parameter counts (and, for mixture-of-
+    experts models, the active parameters a token runs through)."""
+    entry = {"name": spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
+             "params_non_embedding": spec.params_non_embedding}
+    if spec.is_moe:
+        entry["params_active"] = spec.params_active
+    return entry
 
 
 def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mapping[str, int], steps: int,

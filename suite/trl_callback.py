@@ -59,9 +59,13 @@ def policy_spec_of(model):
     return spec_from_config(cfg, Path(str(name)).name or "policy", where=str(name) or None)
 
 
-def adapter_of(model):
-    """accounting.Adapter of the model the trainer trains: its PEFT LoRA, or full fine-tuning."""
-    from .accounting import PROJECTIONS, Adapter
+def adapter_of(model, spec=None):
+    """accounting.Adapter of the model the trainer trains: its PEFT LoRA, or full fine-tuning.
+    The targets are read back from what PEFT adapted (target_modules may be a list, a regex or
+    "all-linear"; MoE expert stacks are target_parameters) and must reproduce it exactly under
+    suite.accounting.lora_units."""
+    from .accounting import Adapter, lora_units
+    from .measure import adapted_units
 
     peft_cfg = getattr(model, "peft_config", None)
     if not peft_cfg:
@@ -69,24 +73,25 @@ def adapter_of(model):
     cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
     if getattr(cfg, "peft_type", None) is not None and str(getattr(cfg.peft_type, "value", cfg.peft_type)) != "LORA":
         raise RaceError(f"PEFT method {cfg.peft_type} is not accounted", "the ledger supports LoRA and full fine-tuning")
-    # Read back what PEFT adapted (target_modules may be a list, a regex or "all-linear").
-    adapted: dict[str, int] = {}
-    for name, module in model.named_modules():
-        if hasattr(module, "lora_A") and len(getattr(module, "lora_A", {})):
-            leaf = name.rsplit(".", 1)[-1]
-            adapted[leaf] = adapted.get(leaf, 0) + 1
-    extra = set(adapted) - set(PROJECTIONS)
-    if extra:
-        raise RaceError(f"LoRA on {sorted(extra)} is outside the decoder projections",
-                        f"the accounting knows {', '.join(PROJECTIONS)}")
-    layers = model.config.num_hidden_layers
-    partial = sorted(t for t, n in adapted.items() if n != layers)
-    if partial or getattr(cfg, "rank_pattern", None):
-        raise RaceError(f"LoRA covers only some layers or ranks differ ({partial or 'rank_pattern'})",
-                        "the accounting assumes one rank on every layer")
-    targets = [t for t in PROJECTIONS if t in adapted]
-    return Adapter(kind="lora", rank=int(cfg.r), alpha=float(cfg.lora_alpha),
-                   targets=tuple(targets))
+    spec = spec or policy_spec_of(model)
+    got = adapted_units(model)
+    r = int(cfg.r)
+    targets = set()
+    for _, name, _, _, rank, _ in got:
+        if name == "experts.gate_up_proj" and spec.family.peft_moe and rank == 2 * r:  # peft fused gate + up
+            targets |= {"gate_proj", "up_proj"} if spec.family.peft_moe == "qwen2_moe" else {"w1", "w3"}
+        elif name == "experts.down_proj" and spec.family.peft_moe:
+            targets.add("down_proj" if spec.family.peft_moe == "qwen2_moe" else "w2")
+        elif name == "gate.weight" and spec.family.peft_moe:
+            targets.add("gate")
+        else:
+            targets.add(name)
+    adapter = Adapter(kind="lora", rank=r, alpha=float(cfg.lora_alpha), targets=tuple(sorted(targets)))
+    want = sorted((u.layer, u.name, u.fan_in, u.fan_out, u.rank, u.experts) for u in lora_units(spec, adapter))
+    if want != got:
+        raise RaceError("LoRA covers only some layers or ranks differ (rank_pattern, layers_to_transform)",
+                        "the accounting assumes one rank on every layer peft adapts by name")
+    return adapter
 
 
 def settings_of(args):
@@ -107,14 +112,14 @@ def settings_of(args):
 
 
 def engine_of(model, args) -> str:
-    """Accounting engine profile of this trainer: `trl` where TRL's fused LM head runs its
-    Triton path (CUDA/XPU), `trl-cpu` elsewhere."""
+    """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
+    server or colocate), `trl` where TRL's fused LM head runs its Triton path (CUDA/XPU),
+    `trl-cpu` elsewhere."""
     from transformers.utils import is_triton_available
 
-    dev = next(model.parameters()).device.type
     if getattr(args, "use_vllm", False):
-        log.warning("race: no accounting profile models vLLM generation yet; the ledger counts the "
-                    "transformers-generate passes (padding, unmerged LoRA) instead")
+        return "trl-vllm"
+    dev = next(model.parameters()).device.type
     return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
 
 
@@ -131,7 +136,7 @@ def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine
         reward_tokens = 2 * (max_prompt_tokens + settings.max_completion_tokens)
     work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
                              [reward_tokens] * n if reward_model is not None and generation else None,
-                             iterations=1, generation=generation)
+                             iterations=1, generation=generation, policy=policy, reward_model=reward_model)
     return sum(phase_flops(work, policy, adapter, settings, reward_model, engine, attention).values())
 
 
@@ -313,7 +318,7 @@ class RaceLedger(TrainerCallback):
         ref = str(getattr(model.config, "_name_or_path", "") or "")
         self._policy_ref = ref if ref and Path(ref).is_dir() else None
         self.policy = self.policy or policy_spec_of(model)
-        self.adapter = self.adapter or adapter_of(model)
+        self.adapter = self.adapter or adapter_of(model, self.policy)
         self.settings = self.settings or settings_of(args)
         self.engine = self.engine or engine_of(model, args)
         self._tokens_seen = state.num_input_tokens_seen
@@ -353,7 +358,8 @@ class RaceLedger(TrainerCallback):
             if g["reward_lengths"]:
                 self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
             work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
-                                     g["reward_lengths"] or None, iterations=1, generation=True)
+                                     g["reward_lengths"] or None, iterations=1, generation=True,
+                                     policy=self.policy, reward_model=self.reward_model)
             seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
                        "update": t_end - g["t_reward"] - g["reward_seconds"]}
         else:
@@ -362,7 +368,7 @@ class RaceLedger(TrainerCallback):
                 raise RaceError(f"optimizer step {state.global_step} reused a generation the ledger never saw",
                                 "attach RaceLedger before training starts (and wrap a reward function)")
             work = work_from_lengths(last["prompts"], last["completions"], self.settings, self.engine,
-                                     None, iterations=1, generation=False)
+                                     None, iterations=1, generation=False, policy=self.policy)
             seconds = {"rollout": 0.0, "reward": 0.0, "update": t_end - self._t_step}
         flops = phase_flops(work, self.policy, self.adapter, self.settings, self.reward_model, self.engine,
                             self.attention)

@@ -248,8 +248,9 @@ def _model_sections(doc):
 @rule("PHYS-006", title="parameter counts disagree with the model spec",
       requires=("policy", "reward", "evaluations"))
 def param_counts(ctx) -> Iterable[Issue]:
-    """`params_total` and `params_non_embedding` of the policy, the reward model and any judge
-    must equal the counts implied by their `spec` (exact, as the real model has them)."""
+    """`params_total` and `params_non_embedding` (and `params_active`, where given) of the
+    policy, the reward model and any judge must equal the counts implied by their `spec` (exact,
+    as the real model has them)."""
     from ..errors import RaceError
     from ..modelspec import ModelSpec
 
@@ -259,9 +260,9 @@ def param_counts(ctx) -> Iterable[Issue]:
         except (RaceError, TypeError) as e:
             yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.modelspec.ModelSpec.to_dict()")
             continue
-        for key in ("params_total", "params_non_embedding"):
+        for key in ("params_total", "params_non_embedding", "params_active"):
             want = getattr(spec, key)
-            if m[key] != want:
+            if key in m and m[key] != want:
                 yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
                             "copy the counts from `race flops --json` or suite.modelspec")
 
@@ -290,7 +291,11 @@ def catalog_identity(ctx) -> Iterable[Issue]:
 
 
 _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
-                "vocab_size", "tie_embeddings", "qkv_bias", "has_lm_head", "score_head", "score_bias", "o_bias", "mlp_bias")
+                "vocab_size", "tie_embeddings", "qkv_bias", "has_lm_head", "score_head", "score_bias", "o_bias", "mlp_bias",
+                "layer_types", "sliding_window", "v_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+                "num_experts", "experts_per_token", "moe_intermediate_size", "shared_expert_intermediate_size",
+                "dense_mlp_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                "linear_value_head_dim", "linear_conv_kernel")
 """ModelSpec fields that decide FLOPs and parameter counts (the name may differ: hub ids)."""
 
 
