@@ -1141,22 +1141,24 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
 
 
 def required_keys(policy: ModelSpec, reward_model: ModelSpec | None = None) -> dict[str, list[str]]:
-    """Work keys beyond WORK_KEYS each pass of these models needs, by pass ('rollout', ...)."""
+    """Work keys beyond WORK_KEYS each pass of these models may need, by pass ('rollout', ...)."""
     pol, rm = Needs.of(policy), Needs.of(reward_model)
     out = {p: pol.keys(p) for p in _PASSES}
     out["reward"] = rm.keys("reward")
     return out
 
 
-def _check_needs(work: dict, policy: ModelSpec, reward_model: ModelSpec | None) -> None:
-    """Refuse work that lacks the statistics these architectures need (where the pass ran)."""
-    for p, keys in required_keys(policy, reward_model).items():
-        if work.get(f"{p}.tokens", 0) and any(k not in work for k in keys):
-            miss = next(k for k in keys if k not in work)
-            who = policy if p != "reward" else reward_model
-            raise RaceError(f"work has no '{miss}', which {who.name} ({who.model_type}) needs",
-                            "build the work with work_from_lengths(..., policy=, reward_model=) "
-                            "(sliding windows, latent or linear attention, MoE calls)")
+def _check_needs(work: dict, table: list) -> None:
+    """Refuse work that lacks a statistic these models' coefficients use, in a pass that ran:
+    its FLOPs would silently be missing."""
+    for _, name, coef in table:
+        for key in coef:
+            if key not in work and key not in WORK_KEYS:
+                prefix = next(p for p in (*_PASSES, "reward") if key.startswith(p + "."))
+                if work.get(f"{prefix}.tokens", 0):
+                    raise RaceError(f"work has no '{key}', which the {name} of these models needs",
+                                    "build the work with work_from_lengths(..., policy=, reward_model=): sliding "
+                                    "windows, latent or linear attention and MoE calls need more than token counts")
 
 
 def pass_breakdown(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
@@ -1168,9 +1170,10 @@ def pass_breakdown(work: dict, policy: ModelSpec, adapter: Adapter, settings: GR
     if reward_model is None and work.get("reward.tokens", 0):
         raise RaceError("work has reward-model tokens but no reward model spec was given",
                         "pass the reward model (--reward-model) or drop reward_lengths")
-    _check_needs(work, policy, reward_model)
+    table = coefficients(policy, adapter, settings, reward_model, engine, attention)
+    _check_needs(work, table)
     rows = []
-    for phase, name, coef in coefficients(policy, adapter, settings, reward_model, engine, attention):
+    for phase, name, coef in table:
         rows.append((phase, name, sum(c * work.get(key, 0) for key, c in coef.items())))
     return rows
 

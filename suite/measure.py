@@ -67,8 +67,11 @@ def build_model(spec: ModelSpec, device: str = "meta", seed: int = 0):
     # Token ids 0-2 exist in any vocabulary (Phi-3 and OLMo default to ids beyond a tiny one).
     cfg = AutoConfig.for_model(model_type, pad_token_id=0, eos_token_id=1, bos_token_id=2, **cfg_dict)
     # transformers 5 runs MoE experts through grouped_mm by default, which FlopCounterMode does
-    # not count: the eager loop over experts is counted (tokens x top-k, exactly).
-    impl = {"attn_implementation": "eager", **({"experts_implementation": "eager"} if spec.is_moe else {})}
+    # not count. The eager loop over experts is counted (tokens x top-k, exactly) but needs real
+    # routing (nonzero); on the meta device batched_mm gathers each token's top-k experts and
+    # runs them as one bmm: the same count without data.
+    experts = {"experts_implementation": "batched_mm" if device == "meta" else "eager"} if spec.is_moe else {}
+    impl = {"attn_implementation": "eager", **experts}
     torch.manual_seed(seed)
     with torch.device(device):
         if spec.has_lm_head:

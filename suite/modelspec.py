@@ -384,11 +384,14 @@ class ModelSpec:
 
     @property
     def params_active(self) -> int:
-        """Parameters a token runs through: all of them, except that an MoE layer's routed
-        experts count k of E (router, shared experts, attention and embeddings in full)."""
+        """Parameters a token multiplies: all but the input embedding (a lookup; counted when
+        tied, as the LM head) and, in MoE layers, all but k of the E routed experts (router,
+        shared experts and attention in full). 2 * params_active ~ forward FLOPs per token."""
         idle = sum(lay.experts.params * (lay.experts.num - lay.experts.top_k) // lay.experts.num
                    for lay in self.layers() if lay.experts)
-        return self.params_total - idle
+        lookup = self.vocab_size * self.hidden_size if self.params_embedding > self.vocab_size * self.hidden_size \
+            or not self.has_lm_head else 0
+        return self.params_total - idle - lookup
 
     def to_hf_config(self) -> dict:
         """A Hugging Face config.json dict that builds this architecture (the backbone only for
@@ -758,7 +761,7 @@ def load_spec(name_or_path: str) -> ModelSpec:
 
 def fmt_params(n: int) -> str:
     """Human parameter count: 1.54B, 494M."""
-    if n >= 1e9:
+    if n >= 999.5e6:
         return f"{n / 1e9:.2f}B"
     if n >= 1e6:
         return f"{n / 1e6:.0f}M" if n >= 1e8 else f"{n / 1e6:.2f}M"
