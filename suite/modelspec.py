@@ -383,12 +383,17 @@ class ModelSpec:
         return self.params_non_embedding + self.params_embedding
 
     @property
+    def params_idle(self) -> int:
+        """Routed-expert parameters a token does not run: (E - k) / E of every expert stack."""
+        return sum(lay.experts.params * (lay.experts.num - lay.experts.top_k) // lay.experts.num
+                   for lay in self.layers() if lay.experts)
+
+    @property
     def params_active(self) -> int:
         """Parameters a token multiplies: all but the input embedding (a lookup; counted when
         tied, as the LM head) and, in MoE layers, all but k of the E routed experts (router,
         shared experts and attention in full). 2 * params_active ~ forward FLOPs per token."""
-        idle = sum(lay.experts.params * (lay.experts.num - lay.experts.top_k) // lay.experts.num
-                   for lay in self.layers() if lay.experts)
+        idle = self.params_idle
         lookup = self.vocab_size * self.hidden_size if self.params_embedding > self.vocab_size * self.hidden_size \
             or not self.has_lm_head else 0
         return self.params_total - idle - lookup

@@ -167,9 +167,16 @@ def phase_recompute(ctx) -> Iterable[Issue]:
 @rule("PHYS-002", title="rollout FLOPs below 2·N per generated token", requires=("policy", "totals"))
 def rollout_floor(ctx) -> Iterable[Issue]:
     """Generating one token runs the whole network once: at least 2·N FLOPs with N the
-    policy's non-embedding parameters. Less rollout compute than 2·N·(generated tokens) is
-    impossible."""
+    policy's non-embedding parameters (mixture of experts: the ones a token runs, top-k of the
+    routed experts). Less rollout compute than 2·N·(generated tokens) is impossible."""
+    from ..errors import RaceError
+    from ..modelspec import ModelSpec
+
     n = ctx.doc["policy"]["params_non_embedding"]
+    try:
+        n -= ModelSpec.from_dict(ctx.doc["policy"]["spec"]).params_idle
+    except (RaceError, TypeError):
+        pass  # PHYS-006 reports unreadable specs
     gen = ctx.doc["totals"]["tokens"]["rollout_completion"]
     floor = 2 * n * gen
     got = ctx.doc["totals"]["flops"]["rollout"]
