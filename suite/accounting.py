@@ -231,7 +231,9 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
 
 def adaptable_names(spec: ModelSpec) -> list[str]:
     """Target names that adapt something in `spec` (module names, expert parameters)."""
-    out = {li.name for lay in spec.layers() for li in lay.linears if li.part != "router"}
+    out = set()
+    for lay in spec.layers():
+        out |= {li.name if li.part != "router" else f"{li.name}.weight" for li in lay.linears}
     if spec.is_moe:
         out |= {"experts.gate_up_proj", "experts.down_proj"}
         out |= set(_PEFT_MOE_MAP.get(spec.family.peft_moe, {}))
@@ -587,7 +589,7 @@ class Needs:
             out += [f"{pass_name}.rows", f"{pass_name}.chunks"]
         if self.decode and pass_name == "rollout":
             out += ["rollout.prefill_tokens", "rollout.decode_tokens", "rollout.decode_pairs"]
-        if self.calls and pass_name != "reward":
+        if self.calls and pass_name in ("rollout", "update.train", "update.old"):  # the adapter runs
             out.append(f"{pass_name}.calls")
         return out
 
@@ -665,7 +667,7 @@ def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
         for name, runs in (("update.old", prof.old_policy_pass(settings)), ("update.ref", prof.reference_pass(settings))):
             if runs:
                 _acc(w, name, one)
-                if pol.calls:
+                if f"{name}.calls" in w:
                     w[f"{name}.calls"] += micro
         for r in reward or ():
             _acc(w, "reward", _seq_stats(r, rm))
@@ -766,8 +768,9 @@ def tokens_from_work(work: dict) -> dict:
 
 
 _EXTRA_KEY = re.compile(r"^(?:(?:rollout|update\.train|update\.old|update\.ref|reward)\.(?:attn_(?:causal|full)\.w[1-9][0-9]*"
-                        r"|rows|chunks|calls)|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs))$")
-"""Work keys `Needs` adds (reward.calls is never written: reward models run no adapter)."""
+                        r"|rows|chunks)|(?:rollout|update\.train|update\.old)\.calls"
+                        r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs))$")
+"""Work keys `Needs` adds (calls only where the adapter runs: not the reference, not the reward model)."""
 
 
 def _check_work(work: dict) -> None:

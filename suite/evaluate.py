@@ -411,12 +411,16 @@ def _row(name: str, metric: str, values: list[float], tokens: int, flops: int, j
 
 def _accounting_adapter(adapter_cfg: dict | None):
     """suite.accounting's Adapter for a peft adapter_config (None: the bare base model)."""
-    from .accounting import PROJECTIONS, Adapter
+    from .accounting import ALL_LINEAR, PROJECTIONS, TARGET_NAMES, Adapter
 
     if not adapter_cfg:
         return Adapter(kind="full")  # no LoRA branch runs: the base model's forward FLOPs only
     targets = adapter_cfg.get("target_modules") or PROJECTIONS
-    targets = PROJECTIONS if isinstance(targets, str) else tuple(t for t in PROJECTIONS if t in targets)
+    if isinstance(targets, str):  # all-linear, or a regex (read as the seven projections)
+        targets = (ALL_LINEAR,) if targets == ALL_LINEAR else PROJECTIONS
+    else:
+        known = {t for t in targets if t in TARGET_NAMES and t != ALL_LINEAR}
+        targets = tuple(sorted(known, key=lambda t: (PROJECTIONS.index(t) if t in PROJECTIONS else len(PROJECTIONS), t)))
     return Adapter(kind="lora", rank=int(adapter_cfg["r"]), alpha=float(adapter_cfg.get("lora_alpha") or 0),
                    targets=targets or PROJECTIONS)
 

@@ -183,22 +183,27 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
 
 @contextlib.contextmanager
 def _meta_autocast(device: str):
-    """torch.is_autocast_enabled('meta') raises; TRL's fused head asks it. Answer False there."""
+    """torch.is_autocast_enabled('meta') raises; TRL's fused head asks it. Answer False there.
+    torch.autocast(device_type='meta') raises too; peft's expert-LoRA fold opens one (disabled):
+    on meta it is a no-op."""
     import torch
 
     if device != "meta":
         yield
         return
-    original = torch.is_autocast_enabled
+    original, original_autocast = torch.is_autocast_enabled, torch.autocast
 
     def patched(*args):
         return False if args and args[0] == "meta" else original(*args)
 
-    torch.is_autocast_enabled = patched
+    def autocast(device_type, *args, **kwargs):
+        return contextlib.nullcontext() if device_type == "meta" else original_autocast(device_type, *args, **kwargs)
+
+    torch.is_autocast_enabled, torch.autocast = patched, autocast
     try:
         yield
     finally:
-        torch.is_autocast_enabled = original
+        torch.is_autocast_enabled, torch.autocast = original, original_autocast
 
 
 def _padded_rows(prompt_lengths, completion_lengths, device):

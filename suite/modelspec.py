@@ -274,6 +274,22 @@ class ModelSpec:
         if bad:
             raise RaceError(f"model spec {self.name}: layer type(s) {', '.join(bad)} are not supported",
                             f"the accounting models {', '.join(LAYER_TYPES)}")
+        f = FAMILIES[self.model_type]
+        facts = {"experts (num_experts, experts_per_token, moe_intermediate_size)": (
+                     bool(f.moe), self.num_experts and self.experts_per_token and self.moe_intermediate_size,
+                     self.num_experts or self.experts_per_token or self.moe_intermediate_size),
+                 "latent attention (kv_lora_rank, qk_rope_head_dim)": (
+                     f.mla, self.kv_lora_rank and self.qk_rope_head_dim, self.kv_lora_rank or self.qk_rope_head_dim),
+                 "linear attention (linear_* widths)": (
+                     bool(f.linear) and "linear_attention" in self.layer_types,
+                     self.linear_num_key_heads and self.linear_num_value_heads and self.linear_key_head_dim
+                     and self.linear_value_head_dim and self.linear_conv_kernel,
+                     "linear_attention" in self.layer_types)}
+        for what, (family_has, complete, some) in facts.items():
+            if (family_has and not complete) or (some and not family_has):
+                raise RaceError(f"model spec {self.name}: {what} " + ("incomplete" if family_has else
+                                f"set, but transformers builds no such layer for model_type '{self.model_type}'"),
+                                "build the spec from the model's config.json (suite.modelspec.spec_from_config)")
 
     # ---- shapes -------------------------------------------------------------------------
 
