@@ -2,7 +2,7 @@
 benchmark files are untouched: the gate only reads benchmarks whose extra_info names a cell.
 
     --race-gate[=KIND]     compare with benchmarks/baselines/KIND.json after the run; exit 1 when
-                           the gate fails (suite.bench.compare: FLOPs/tokens exact, rewards and
+                           the gate fails (compare() of benchmarks/gate.py: FLOPs/tokens exact, rewards and
                            pass@1 within tolerance, median time at most --race-slower-pct slower)
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 
 def pytest_addoption(parser):
-    from suite.bench import DEFAULT_SLOWER_PCT
+    from benchmarks.gate import DEFAULT_SLOWER_PCT
 
     g = parser.getgroup("race", "RACE reference-cell gate")
     g.addoption("--race-gate", metavar="KIND", nargs="?", const="auto", default=None,
@@ -37,7 +37,7 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     if not _gate_enabled(config) or exitstatus not in (0, pytest.ExitCode.OK):
         return
-    from suite import bench
+    from benchmarks import gate as bench
     from suite.errors import RaceError
 
     kind = config.getoption("race_gate")

@@ -6,7 +6,7 @@ import io
 
 from suite.accounting import Adapter, GRPOSettings, phase_flops, work_from_lengths
 from suite.cli import main
-from suite.modelspec import load_spec
+from suite.accounting.modelspec import load_spec
 
 
 def _assert_median_below(benchmark, seconds: float) -> None:

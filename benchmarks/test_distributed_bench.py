@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import importers, verl
-from suite.cell import load_cell
+from suite.integrations import importers, verl
+from suite.train.cell import load_cell
 
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "verl"
 CELL = FIX / "cell-qwen1.5b-r64.yaml"

@@ -23,7 +23,7 @@ def adapter(tmp_path_factory):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from suite.evaluate import _embedded_model
+    from suite.evaluate.runs import _embedded_model
 
     torch.manual_seed(0)
     base = _embedded_model("policy-m")
@@ -37,7 +37,7 @@ def adapter(tmp_path_factory):
 def test_one_adapter_one_embedded_target_all_metrics(benchmark, adapter):
     import torch
 
-    from suite import evaluate as ev
+    from suite.evaluate import harness as ev
 
     # One thread: these models are tiny, and two threads on a 2-core machine shared with any
     # other process make torch's matmuls spin and run 10x slower (measured).

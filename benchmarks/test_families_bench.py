@@ -8,8 +8,8 @@ import io
 import statistics
 import time
 
-import suite.accounting as acc
-import suite.modelspec as modelspec
+import suite.accounting.flops as acc
+import suite.accounting.modelspec as modelspec
 from suite.cli import main
 
 LARGEST_MOE = "Qwen3-Next-80B-A3B-Instruct"

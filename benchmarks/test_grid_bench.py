@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from suite import grid
+from suite.analysis import grid
 from suite.paths import home
 
 ALLOCATIONS = {"a60": {"lora_rank": 8, "mu": 1}, "a100": {"lora_rank": 32, "mu": 1},

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from leaderboard_corpus import make_corpus  # noqa: E402
+from leaderboard_corpus import make_corpus
 
-from suite import leaderboard as lb  # noqa: E402
+from suite.site import leaderboard as lb
 
 N = 1000
 CPU_LIMIT_S = 5.0

@@ -5,17 +5,15 @@ Run: .venv/bin/python -m pytest benchmarks/test_race_bench.py"""
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from race_helpers import make_report, write_reports  # noqa: E402
+from race_helpers import make_report, write_reports
 
-from suite import frontier, race  # noqa: E402
+from suite.analysis import frontier, race
 
 LIMIT_S = 2.0
 

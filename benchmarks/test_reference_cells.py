@@ -1,4 +1,4 @@
-"""The reference cells as regression benchmarks (issue 8): each cell of suite.bench.REFERENCE_CELLS
+"""The reference cells as regression benchmarks (issue 8): each cell of REFERENCE_CELLS of benchmarks/gate.py
 is trained for a few steps (the timed unit: model loading, trainer build and training, one round),
 then its figures go into pytest-benchmark's extra_info: FLOPs and tokens per phase, steps, the
 last step's training reward, a probe evaluation (pass@1, process judge, native reward on the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from suite import bench
+from benchmarks import gate as bench
 
 CELLS = [pytest.param(c.name, marks=[pytest.mark.race_fast] if c.fast else [], id=c.name)
          for c in bench.REFERENCE_CELLS.values()]
@@ -26,7 +26,7 @@ def test_reference_cell(benchmark, name, tmp_path):
     import torch
     from trl import GRPOTrainer  # noqa: F401 -- one-time imports stay outside the first cell's timing
 
-    import suite.run  # noqa: F401
+    import suite.train.run  # noqa: F401
 
     torch.set_num_threads(bench.BENCH_THREADS)
     bc = bench.REFERENCE_CELLS[name]

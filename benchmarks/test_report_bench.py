@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from suite import paths
-from suite.report import build_report
+from suite.record.report import build_report
 
 VALID = paths.schemas() / "examples" / "valid"
 SPEC = {"policy": "Qwen2.5-1.5B-Instruct", "adapter": {"type": "lora", "rank": 64, "alpha": 128},

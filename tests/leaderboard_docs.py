@@ -32,7 +32,7 @@ OPTIONAL_TEXT = (("run", "label"), ("run", "notes"), ("run", "suite_version"), (
 
 
 def _model(name: str) -> dict:
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     s = load_spec(name)
     return {"name": name, "spec": s.to_dict(), "params_total": s.params_total,

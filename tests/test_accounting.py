@@ -12,7 +12,7 @@ from suite.accounting import (ATTENTION, ENGINES, PROJECTIONS, WORK_KEYS, Adapte
                               coefficients, get_engine, pass_breakdown, phase_flops, step_flops, tokens_from_work,
                               work_from_lengths, work_from_means)
 from suite.errors import RaceError
-from suite.modelspec import catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import catalog_names, load_spec, spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -34,7 +34,7 @@ def only(work: dict, prefix: str) -> dict:
 
 @pytest.mark.parametrize("name", catalog_names())
 def test_forward_of_every_catalog_model_matches_flopcounter(name):
-    from suite.measure import build_model, measure_forward
+    from suite.accounting.reference import build_model, measure_forward
 
     spec = load_spec(name)
     model = build_model(spec, "meta")
@@ -69,7 +69,7 @@ def _train_pass_analytic(spec, adapter, prompts, completions, gc):
 ])
 def test_lora_training_pass_matches_flopcounter_on_meta(name, rank, gc):
     """TRL's training micro-batch: fused-LM-head forward + backward (+ checkpoint recompute)."""
-    from suite.measure import measure_train_pass
+    from suite.accounting.reference import measure_train_pass
 
     spec = load_spec(name)
     adapter = Adapter.from_rank(rank)
@@ -85,7 +85,7 @@ def test_lora_training_pass_matches_flopcounter_on_meta(name, rank, gc):
 @pytest.mark.parametrize("prompts,completions", [([7], [5]), ([3, 9, 4], [12, 1, 6])])
 @pytest.mark.parametrize("tied", [False, True])
 def test_training_pass_over_ranks_lengths_batches(rank, gc, prompts, completions, tied):
-    from suite.measure import build_model, measure_train_pass
+    from suite.accounting.reference import build_model, measure_train_pass
 
     spec = spec_from_config({**TINY, "tie_word_embeddings": tied}, "tiny")
     adapter = Adapter.from_rank(rank)
@@ -99,7 +99,7 @@ def test_training_pass_over_ranks_lengths_batches(rank, gc, prompts, completions
 def test_lora_target_subsets_match_flopcounter(targets, gc):
     """Without checkpointing layer 0's input needs no grad: which gradients exist depends on the
     targets; the accounting follows autograd's requires-grad propagation."""
-    from suite.measure import build_model, measure_train_pass
+    from suite.accounting.reference import build_model, measure_train_pass
 
     spec = spec_from_config(TINY, "tiny")
     adapter = Adapter(kind="lora", rank=4, alpha=8.0, targets=targets)
@@ -114,7 +114,7 @@ def test_lora_target_subsets_match_flopcounter(targets, gc):
 def test_generate_matches_flopcounter(rank, prompts, completions):
     """HF generate: left-padded prefill (LM head at the last position only), then one decode step
     per further token for every row until the longest completion ends."""
-    from suite.measure import add_lora, build_model, measure_generate
+    from suite.accounting.reference import add_lora, build_model, measure_generate
 
     spec = spec_from_config(TINY, "tiny")
     adapter = Adapter.from_rank(rank)
@@ -242,7 +242,7 @@ def test_reward_model_forward_over_scored_tokens():
 def test_trainable_params_match_peft():
     from peft import LoraConfig, get_peft_model
 
-    from suite.measure import build_model
+    from suite.accounting.reference import build_model
 
     for targets in (PROJECTIONS, ("q_proj", "v_proj")):
         ad = Adapter(kind="lora", rank=16, alpha=32.0, targets=targets)

@@ -8,7 +8,7 @@ import tempfile
 import pytest
 
 from suite.accounting import PROJECTIONS, Adapter, GRPOSettings, phase_flops, work_from_lengths
-from suite.modelspec import spec_from_config
+from suite.accounting.modelspec import spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -31,7 +31,7 @@ def _run(adapter: Adapter, k: int, b: int, mu: int, beta: float, gc: bool, max_c
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from suite.measure import build_model, flop_counter
+    from suite.accounting.reference import build_model, flop_counter
 
     tok = _tokenizer()
     spec = spec_from_config(dict(model_type="qwen2", hidden_size=32, intermediate_size=64, num_attention_heads=4,

@@ -2,7 +2,7 @@
 
 import json
 
-from suite import arith
+from suite.train import arith
 from suite.paths import tasks
 
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from suite import bench
+from benchmarks import gate as bench
 from suite.cli import main
 
 KIND = "python-2core-cpu"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from suite import leaderboard as lb
+from suite.site import leaderboard as lb
 
 from chromium_cdp import Browser, find_chromium
 from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, valid_examples, variant

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from suite.cell import CellSpec, cell_from_dict, dump_cell, load_cell
+from suite.train.cell import CellSpec, cell_from_dict, dump_cell, load_cell
 from suite.errors import RaceError
 from suite.paths import tasks
 

@@ -9,7 +9,7 @@ import pytest
 
 from suite.accounting import Adapter, GRPOSettings, step_flops
 from suite.cli import main
-from suite.modelspec import load_spec
+from suite.accounting.modelspec import load_spec
 
 
 def run(capsys, *argv):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from suite import datasets
+from suite.train import datasets
 from suite.errors import RaceError
 
 

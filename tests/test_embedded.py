@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from suite import arith, embedded
-from suite.datasets import load_split
+from suite.train import arith
+from tools import embedded
+from suite.train.datasets import load_split
 
 POLICY_PARAMS = {"policy-s": (0.15e6, 0.3e6), "policy-m": (0.8e6, 1.3e6), "policy-l": (3e6, 5e6)}
 
@@ -80,7 +81,7 @@ def test_easy_split_is_easier_than_hard_for_policy_s(tokenizer):
     def acc(split):
         rows = load_split(split, limit=60)
         outs = embedded.greedy_completions(model, tokenizer, [r["question"] for r in rows])
-        from suite.rewards import extract_boxed
+        from suite.answers import extract_boxed
 
         return sum(extract_boxed(o) == r["answer"] for o, r in zip(outs, rows)) / len(rows)
 
@@ -90,7 +91,7 @@ def test_easy_split_is_easier_than_hard_for_policy_s(tokenizer):
 def test_data_and_tokenizer_build_is_deterministic(tmp_path, monkeypatch):
     (tmp_path / "schemas").mkdir()
     monkeypatch.setenv("RACE_HOME", str(tmp_path))
-    embedded.main(["build", "--only", "data", "--only", "tokenizer", "--threads", "1"])
+    embedded.build(["data", "tokenizer"], threads=1)
     monkeypatch.delenv("RACE_HOME")
     real = embedded.task_dir()
     assert real != tmp_path / "tasks" / "arith"

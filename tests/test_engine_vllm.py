@@ -12,7 +12,7 @@ import yaml
 
 from suite.accounting import Adapter, GRPOSettings, get_engine, pass_breakdown, phase_flops, work_from_lengths
 from suite.cli import main
-from suite.modelspec import load_spec, spec_from_config
+from suite.accounting.modelspec import load_spec, spec_from_config
 from suite.validate import validate_path
 
 FIX = Path(__file__).parent / "fixtures"
@@ -70,7 +70,7 @@ def test_moe_expert_lora_runs_per_token_in_vllm_and_per_call_in_generate():
 
 
 def test_verl_rollout_shares_the_prefill_as_its_config_says():
-    from suite.verl import config_dir
+    from suite.integrations.verl import config_dir
 
     try:
         rollout_yaml = config_dir() / "rollout" / "rollout.yaml"
@@ -99,7 +99,7 @@ def test_race_flops_selects_it(capsys):
 def test_the_ledger_of_a_trl_run_with_vllm_uses_it():
     from types import SimpleNamespace
 
-    from suite.trl_callback import engine_of
+    from suite.train.trl_callback import engine_of
 
     assert engine_of(None, SimpleNamespace(use_vllm=True)) == "trl-vllm"
 

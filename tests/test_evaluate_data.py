@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import evaluate as ev
+from suite.answers import is_correct
+from suite.evaluate import targets
 from suite.errors import RaceError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -42,7 +43,7 @@ def _lm_eval_docs(name: str, data_dir: Path) -> list[dict]:
     """The documents lm-eval's task definition yields (TaskManager on tasks/lm_eval only)."""
     from lm_eval.tasks import TaskManager
 
-    manager = TaskManager(include_path=str(ev.lm_eval_tasks_dir()), include_defaults=False,
+    manager = TaskManager(include_path=str(targets.lm_eval_tasks_dir()), include_defaults=False,
                           metadata={"data_dir": str(data_dir)})
     task = manager.load([name])["tasks"][name]
     return list(task.eval_docs)
@@ -50,29 +51,29 @@ def _lm_eval_docs(name: str, data_dir: Path) -> list[dict]:
 
 def test_id_lists_follow_the_documented_rule():
     for name, rows in (("gsm8k-250", 1319), ("math500-250", 500)):
-        ids = ev.read_ids(name)
-        assert ids == ev.select_rows(rows) == sorted(set(ids))
+        ids = targets.read_ids(name)
+        assert ids == targets.select_rows(rows) == sorted(set(ids))
         assert len(ids) == 250 and 0 <= ids[0] and ids[-1] < rows
-        text = (ev.lm_eval_tasks_dir() / "ids" / f"{name}.txt").read_text()
-        assert f"random.Random({ev.SELECTION_SEED}).sample(range({rows}), 250)" in text  # documented in the file
+        text = (targets.lm_eval_tasks_dir() / "ids" / f"{name}.txt").read_text()
+        assert f"random.Random({targets.SELECTION_SEED}).sample(range({rows}), 250)" in text  # documented in the file
 
 
 def test_gsm8k_250_selects_the_documented_rows(tmp_path):
     rows = _write_gsm8k(tmp_path)
     docs = _lm_eval_docs("gsm8k-250", tmp_path)
-    ids = ev.read_ids("gsm8k-250")
+    ids = targets.read_ids("gsm8k-250")
     assert [d["id"] for d in docs] == [str(i) for i in ids]
     for d, i in zip(docs, ids):
         assert d["question"] == rows[i]["question"]
         assert d["answer"] == {0: "18", 1: "3"}.get(i, str(i * 1000))  # "#### 12,000" -> "12000"
     # Gold answers parse and are right under the same pass@1 rule the metric uses.
-    assert all(ev.is_correct(f"\\boxed{{{d['answer']}}}", d["answer"]) for d in docs[:5])
+    assert all(is_correct(f"\\boxed{{{d['answer']}}}", d["answer"]) for d in docs[:5])
 
 
 def test_math500_250_selects_the_documented_rows(tmp_path):
     rows = _write_math500(tmp_path)
     docs = _lm_eval_docs("math500-250", tmp_path)
-    ids = ev.read_ids("math500-250")
+    ids = targets.read_ids("math500-250")
     assert [d["id"] for d in docs] == [rows[i]["unique_id"] for i in ids]
     assert all(d["question"] == rows[i]["problem"] and d["answer"] == rows[i]["answer"] for d, i in zip(docs, ids))
     assert len({d["id"] for d in docs}) == 250
@@ -84,28 +85,28 @@ def test_data_dir_from_environment_and_parquet(tmp_path, monkeypatch):
     rows = _write_gsm8k(tmp_path)
     (tmp_path / "gsm8k" / "test.jsonl").unlink()
     datasets.Dataset.from_list(rows).to_parquet(str(tmp_path / "gsm8k" / "test.parquet"))
-    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path))
-    docs = ev.target_docs("gsm8k-250")
-    assert [d["id"] for d in docs] == [str(i) for i in ev.read_ids("gsm8k-250")]
+    monkeypatch.setenv(targets.DATA_DIR_ENV, str(tmp_path))
+    docs = targets.target_docs("gsm8k-250")
+    assert [d["id"] for d in docs] == [str(i) for i in targets.read_ids("gsm8k-250")]
 
 
 def test_wrong_files_are_refused(tmp_path, monkeypatch):
     _write_gsm8k(tmp_path, n=1000)
     with pytest.raises(RaceError, match="gsm8k data has 1000 rows"):
-        ev.target_docs("gsm8k-250", str(tmp_path))
+        targets.target_docs("gsm8k-250", str(tmp_path))
     _write_gsm8k(tmp_path, head=False)  # right size, but not in the published order
     with pytest.raises(RaceError, match="row 0 question"):
-        ev.target_docs("gsm8k-250", str(tmp_path))
+        targets.target_docs("gsm8k-250", str(tmp_path))
     with pytest.raises(RaceError, match="math500 data not found"):
-        ev.target_docs("math500-250", str(tmp_path))
-    monkeypatch.delenv(ev.DATA_DIR_ENV, raising=False)
+        targets.target_docs("math500-250", str(tmp_path))
+    monkeypatch.delenv(targets.DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RaceError, match="needs --data-dir"):
-        ev.target_docs("math500-250")
+        targets.target_docs("math500-250")
 
 
 def test_embedded_targets_load_without_data_dir():
     docs = _lm_eval_docs("arith-hard-250", Path("/nonexistent"))
-    shipped = [json.loads(x) for x in (ev.lm_eval_tasks_dir().parent / "arith/data/arith-hard-250.jsonl").read_text().splitlines()]
+    shipped = [json.loads(x) for x in (targets.lm_eval_tasks_dir().parent / "arith/data/arith-hard-250.jsonl").read_text().splitlines()]
     assert len(docs) == 250 == len(shipped)
     assert [d["question"] for d in docs] == [r["question"] for r in shipped]

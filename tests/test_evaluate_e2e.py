@@ -15,7 +15,9 @@ import json
 
 import pytest
 
-from suite import evaluate as ev
+from suite.evaluate import harness as ev
+
+from suite.evaluate import targets
 
 pytestmark = pytest.mark.slow
 
@@ -40,14 +42,14 @@ def _slope(ys: list[float]) -> float:
 def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, capsys):
     import torch
 
-    from suite.cell import load_cell
+    from suite.train.cell import load_cell
     from suite.cli import main
     from suite.paths import tasks
-    from suite.run import run_cell
+    from suite.train.run import run_cell
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    for var in ev.OFFLINE_VARS:
+    for var in targets.OFFLINE_VARS:
         monkeypatch.delenv(var, raising=False)
     # The embedded default reference cell, with the budget tests/test_run_learn.py measured
     # (about 35 steps; sparse reward 0.38 -> 0.46 on held-out problems).
@@ -68,7 +70,7 @@ def test_adapter_pass1_moves_with_its_training_reward(tmp_path, monkeypatch, cap
     base = {(r["target"], r["metric"]): r
             for r in json.loads((tmp_path / "base" / "evaluations.json").read_text())["evaluations"]}
     deltas = {}
-    for t in ev.DEFAULT_TARGETS:
+    for t in targets.DEFAULT_TARGETS:
         name = f"{t}:first-{LIMIT}"
         for m in ev.METRICS:
             assert adapter[name, m]["n"] == LIMIT and base[name, m]["n"] == LIMIT

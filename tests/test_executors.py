@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from suite.errors import RaceError
-from suite.executors import EXECUTORS, Job, Resources, run_jobs
+from suite.pipeline.executors import EXECUTORS, Job, Resources, run_jobs
 
 
 def marker_job(root: str, key: str, seconds: float) -> str:

@@ -15,7 +15,7 @@ from suite.accounting import (PROJECTIONS, Adapter, GRPOSettings, lora_units, ph
                               verl_update_flops, work_from_lengths, work_from_means)
 from suite.cli import main
 from suite.errors import RaceError
-from suite.modelspec import FAMILIES, load_spec, spec_from_config
+from suite.accounting.modelspec import FAMILIES, load_spec, spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -80,7 +80,7 @@ def only(work: dict, prefix: str) -> dict:
 
 def rollout(spec, adapter, prompts, completions):
     """(measured, analytic) FLOPs of HF generate with KV cache under the `trl` profile."""
-    from suite.measure import add_lora, build_model, measure_generate
+    from suite.accounting.reference import add_lora, build_model, measure_generate
 
     model = add_lora(build_model(spec, "cpu"), adapter).eval()
     measured = measure_generate(model, prompts, completions)
@@ -91,7 +91,7 @@ def rollout(spec, adapter, prompts, completions):
 
 def update(spec, adapter, prompts, completions, gc):
     """(measured, analytic) FLOPs of TRL's training micro-batch (PEFT, checkpointing, fused head)."""
-    from suite.measure import build_model, measure_train_pass
+    from suite.accounting.reference import build_model, measure_train_pass
 
     measured = measure_train_pass(spec, adapter, prompts, completions, gc, device="cpu", model=build_model(spec, "cpu"))
     settings = GRPOSettings(group_size=1, prompts_per_step=len(prompts), gradient_checkpointing=gc,
@@ -123,7 +123,7 @@ def test_parameters_equal_the_model_transformers_builds_from_the_config(model_ty
 def test_peft_adapts_what_the_accounting_counts(model_type, targets):
     """Read back from the PEFT model: on MoE families peft moves gate/up/down to the experts'
     stacks (gate_up at rank 2r) and leaves dense and shared-expert MLPs without an adapter."""
-    from suite.measure import adapted_units, add_lora, build_model
+    from suite.accounting.reference import adapted_units, add_lora, build_model
 
     spec = spec_of(model_type, OWN[model_type])
     adapter = Adapter.from_rank(4, targets=targets)
@@ -204,7 +204,7 @@ def flops_json(capsys):
 def test_race_flops_config_dir_equals_flopcountermode(tmp_path, flops_json, model_type, rank):
     """`race flops --config DIR` (CPU profile, full-square convention) on an unseen config: its
     generate pass and its training passes equal FlopCounterMode on the eager HF model."""
-    from suite.measure import add_lora, build_model, measure_generate, measure_train_pass
+    from suite.accounting.reference import add_lora, build_model, measure_generate, measure_train_pass
 
     folder = tmp_path / "model"
     folder.mkdir()

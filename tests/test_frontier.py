@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from race_helpers import make_report, model, write_reports
-from suite import frontier, paths
+from suite.analysis import frontier
+from suite import paths
 from suite.cli import main
 from suite.errors import RaceError
 
@@ -133,3 +134,11 @@ def test_frontier_cli_writes_table_and_plots(tmp_path, capsys):
 def test_no_evaluated_cells(tmp_path):
     write_reports(tmp_path, [make_report(scores={}, native=None)])
     assert main(["frontier", str(tmp_path)]) == 2
+
+
+def test_compute_frontier_is_a_running_maximum_in_flop_order():
+    """The one compute-frontier rule of the figures and the site: a point is on the frontier when
+    it scores higher than every cheaper point; equal FLOPs put the higher score first."""
+    pts = [(3e18, 0.6), (1e17, 0.3), (1e18, 0.2), (1e18, 0.5), (5e18, 0.6)]
+    assert frontier.compute_frontier(pts) == [(1, True), (3, True), (2, False), (0, True), (4, False)]
+    assert frontier.compute_frontier([]) == []

@@ -6,30 +6,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from suite import grid  # noqa: E402
-from suite.cli import main  # noqa: E402
-from suite.errors import RaceError  # noqa: E402
-from suite.paths import tasks  # noqa: E402
+from suite.analysis import grid
+from suite.pipeline import gridrun
+from suite.cli import main
+from suite.errors import RaceError
+from suite.paths import tasks
 
 TRAIN = str(tasks() / "arith" / "data" / "train.jsonl")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -98,22 +88,6 @@ def test_planning_puts_every_cell_into_its_band(models, stats):
     # mu optimizer steps per generation batch
     hi = by["s-4e9-sparse-hi-s0"]
     assert hi.steps == hi.cell.budget * 2 // sum(hi.step_flops.values())
-
-
-def test_bound_is_the_runs_stop_rule(models, stats):
-    """The planner's bound is the one suite.run stops on (recomputed without transformers)."""
-    from suite.modelspec import load_spec
-    from suite.trl_callback import step_cost_bound
-
-    for c in grid.expand(grid.grid_from_dict(_grid(models, seeds=[0], budgets=[4e9]))):
-        s = c.spec
-        st = stats[grid._stats_key(s)]
-        rm = load_spec(str(models["prm"])) if s.reward.system == "prm" else None
-        want = step_cost_bound(load_spec(s.policy), s.adapter(), s.settings(), max_prompt_tokens=st.longest,
-                               engine="trl-cpu", attention=s.attention, reward_model=rm)
-        got = grid.step_bound(load_spec(s.policy), s.adapter(), s.settings(), max_prompt_tokens=st.longest,
-                              engine="trl-cpu", attention=s.attention, reward_model=rm)
-        assert got == want
 
 
 def test_cells_that_cannot_reach_the_band_are_named(models, stats):
@@ -206,7 +180,7 @@ def test_finished_cells_are_not_rerun(models, stats, tmp_path):
                                   rewards={"sparse": "sparse"}, allocations={"lo": {"mu": 1, "lora_rank": 4}}))
     planned = grid.plan(grid.expand(g), stats)
     out = tmp_path / "grid"
-    first = grid.run(planned, out, g.evaluation, threads=1, progress=False, grid=g)
+    first = gridrun.run(planned, out, g.evaluation, threads=1, progress=False, grid=g)
     assert first.ran == ("s-6e8-sparse-lo-s0",) and not first.failed, first.failed
     folder = out / "cells" / "s-6e8-sparse-lo-s0"
     report = json.loads((folder / "report.json").read_text())
@@ -217,15 +191,15 @@ def test_finished_cells_are_not_rerun(models, stats, tmp_path):
     assert json.loads((out / "grid.json").read_text())["cells"][0]["id"] == "s-6e8-sparse-lo-s0"
     ledger_mtime = os.stat(folder / "ledger.jsonl").st_mtime_ns
 
-    second = grid.run(planned, out, g.evaluation, threads=1, progress=False, grid=g)
+    second = gridrun.run(planned, out, g.evaluation, threads=1, progress=False, grid=g)
     assert second.skipped == ("s-6e8-sparse-lo-s0",) and second.ran == ()
 
     # evaluation lost (e.g. killed during eval): only the evaluation runs again
     report["evaluations"] = []
     (folder / "report.json").write_text(json.dumps(report))
-    assert not grid.evaluated(folder / "report.json", g.evaluation)
-    grid.run_and_evaluate(planned[0].cell.spec, str(folder), planned[0].cell.band, g.evaluation, threads=1, log=False)
-    assert grid.evaluated(folder / "report.json", g.evaluation)
+    assert not gridrun.evaluated(folder / "report.json", g.evaluation)
+    gridrun.run_and_evaluate(planned[0].cell.spec, str(folder), planned[0].cell.band, g.evaluation, threads=1, log=False)
+    assert gridrun.evaluated(folder / "report.json", g.evaluation)
     assert os.stat(folder / "ledger.jsonl").st_mtime_ns == ledger_mtime
 
 

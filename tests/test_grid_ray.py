@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from test_executors import _finish, _kill_session  # noqa: E402
+from test_executors import _finish, _kill_session
 
-from suite import grid  # noqa: E402
-from suite.paths import tasks  # noqa: E402
+from suite.analysis import grid
+from suite.pipeline import gridrun
+from suite.paths import tasks
 
 pytestmark = pytest.mark.skipif(not os.environ.get("CI") and shutil.which("ray", path=str(Path(sys.executable).parent))
                                 is None, reason="Ray not installed (optional extra: pip install -c constraints.txt "
@@ -98,7 +97,7 @@ def _driver(grid_yaml: Path, out: Path, address: str) -> subprocess.Popen:
 
 def _evaluated(out: Path, ev) -> set[str]:
     cells = out / "cells"
-    return {d.name for d in cells.iterdir() if grid.evaluated(d / "report.json", ev)} if cells.is_dir() else set()
+    return {d.name for d in cells.iterdir() if gridrun.evaluated(d / "report.json", ev)} if cells.is_dir() else set()
 
 
 def _cell_tasks_alive() -> list[int]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import importers
-from suite.cell import load_cell
+from suite.integrations import importers
+from suite.train.cell import load_cell
 from suite.cli import main
 from suite.errors import RaceError
 from suite.validate import validate_path

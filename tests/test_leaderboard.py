@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from suite import leaderboard as lb
+from suite.site import leaderboard as lb
 from suite.errors import RaceError
 
-from leaderboard_docs import ROOT, made_up_report
+from leaderboard_docs import made_up_report
 
 
 def test_id_is_a_content_hash_independent_of_formatting():
@@ -54,8 +54,8 @@ def test_concurrent_writers_leave_exactly_one_complete_file(tmp_path):
 
 def test_interrupted_write_leaves_no_partial_file(tmp_path):
     target = tmp_path / "big.json"
-    code = ("import sys; sys.path.insert(0, %r); from pathlib import Path; from suite.leaderboard import write_new; "
-            "write_new(Path(%r), b'x' * (128 * 1024 * 1024))") % (str(ROOT), str(target))
+    code = ("from pathlib import Path; from suite.site.leaderboard import write_new; "
+            "write_new(Path(%r), b'x' * (128 * 1024 * 1024))") % (str(target),)
     proc = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.time() + 30
     while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):   # it has started writing
@@ -104,7 +104,8 @@ def test_ledger_outside_the_folder_is_never_read(tmp_path):
 
 
 def _write_ledger(path: Path, steps: int) -> str:
-    from suite.ledger import LedgerWriter, file_sha256
+    from suite.digest import file_sha256
+    from suite.record.ledger import LedgerWriter
 
     with LedgerWriter(path, fsync=False) as w:
         for s in range(1, steps + 1):

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.errors import RaceError
-from suite.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
+from suite.record.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
                           record_problem)
-from suite.validate.schema_rules import ledger_record_validator
+from suite.record.schemas import ledger_record_validator
 
 TOK = dict.fromkeys(TOKEN_KEYS, 3)
 FLOPS = {"rollout": 10, "update": 20, "reward": 0}
@@ -120,8 +120,11 @@ def test_summary_sums_and_orders(tmp_path):
 def test_iter_ledger_streams(tmp_path):
     p = tmp_path / "l.jsonl"
     _write(p, 5)
-    it = iter(iter_ledger(p))
-    assert next(it)["step"] == 1  # a generator: nothing forces the whole file into memory
+    reader = iter_ledger(p)
+    it = iter(reader)
+    assert next(it)["step"] == 1 and reader.records == 1   # handed out one at a time, as read
+    assert [r["step"] for r in it] == [2, 3, 4, 5] and reader.records == 5
+    assert reader.sha256 == __import__("hashlib").sha256(p.read_bytes()).hexdigest()   # every byte read once
 
 
 # ---- the fast record check is a faithful mirror of schemas/ledger-record-v1.schema.json

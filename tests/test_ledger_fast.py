@@ -1,5 +1,5 @@
 """The ledger reader's fast paths never change a verdict: a whole block of lines parsed as one
-JSON array and checked column-wise (suite.ledger.batch_ok, _fast_records) reads exactly what
+JSON array and checked column-wise (suite.record.ledger.batch_ok, _fast_records) reads exactly what
 the strict line-by-line reader reads, with the same problems on the same lines."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_ledger import records
 
 from suite import jsonstrict
-from suite.ledger import LedgerReader, LedgerSummary, _fast_records, batch_ok, record_problem
+from suite.record.ledger import LedgerReader, LedgerSummary, _fast_records, batch_ok, record_problem
 
 GOOD = {"step": 1, "time": "2026-11-29T20:00:00Z", "tokens": {"rollout_prompt": 1, "rollout_completion": 2,
                                                                "update": 3, "reward": 0},
@@ -128,7 +128,7 @@ def test_integers_past_64_bits_stay_integers():
 
 
 def test_without_orjson_the_json_module_reads_the_same(tmp_path, monkeypatch):
-    import suite.ledger as ledger
+    import suite.record.ledger as ledger
 
     lines = [json.dumps({**GOOD, "step": i}, separators=(",", ":")).encode() for i in range(1, 300)]
     lines[100] = _BAD_LINES[0]

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from suite.errors import RaceError
-from suite.modelspec import CATALOG_DIR, ModelSpec, catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import CATALOG_DIR, ModelSpec, catalog_names, load_spec, spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -21,7 +21,7 @@ FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B
 
 
 def hf_param_count(spec: ModelSpec) -> int:
-    from suite.measure import build_model
+    from suite.accounting.reference import build_model
 
     return sum(p.numel() for p in build_model(spec, "meta").parameters())
 

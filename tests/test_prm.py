@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from suite import embedded
+from tools import embedded
 from suite.errors import RaceError
-from suite.prm import PRM, STEP_TOKEN, build_input
-from suite.rewards import get_reward_system
+from suite.train.prm import PRM, STEP_TOKEN, build_input
+from suite.train.rewards import get_reward_system
 
 Q = "Mia has 5 apples. Mia gets 3 more. Mia loses 2. How many apples does Mia have now?"
 GOLD = ["5 + 3 = 8", "8 - 2 = 6", "\\boxed{6}"]
@@ -112,7 +112,7 @@ def test_prm_reward_ranks_gold_above_a_wrong_step():
 
 
 def test_training_labels_mark_the_wrong_step_and_the_token_where_it_goes_wrong():
-    from suite import arith
+    from suite.train import arith
 
     problem = arith.Problem("Tom has 17 cards. Tom gets 8 more. Tom loses 2. How many cards does Tom have now?",
                             (arith.Step(17, "+", 8, 25), arith.Step(25, "-", 2, 23)), 23)

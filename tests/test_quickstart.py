@@ -4,16 +4,12 @@ allocations): real runs, real lm-eval, frontiers, a race.json valid under race-v
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 
-from suite.cli import main  # noqa: E402
-from suite.paths import schemas, tasks  # noqa: E402
+from suite.cli import main
+from suite.paths import schemas, tasks
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +81,7 @@ def test_missing_grid_file_is_one_line(tmp_path, capsys):
 
 def test_shipped_quickstart_grid_meets_the_brief():
     """The shipped grid: at least two model sizes, three allocations, a rule reward and the PRM."""
-    from suite import grid
+    from suite.analysis import grid
 
     g = grid.load(tasks() / "grids" / "quickstart.yaml")
     assert len(g.models) >= 2 and len(g.allocations) >= 3

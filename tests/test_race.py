@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from race_helpers import make_report, surface_reports, write_reports
-from suite import frontier, paths, race
+from suite.analysis import frontier, race
+from suite import paths
 from suite.cli import main
 from suite.errors import RaceError
-from suite.frontier import Allocation
+from suite.analysis.frontier import Allocation
 
 GRID = [0.10, 0.18, 0.26, 0.34, 0.42, 0.50, 0.58]  # centre sqrt(0.1 * 0.58) ~ 0.241
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from suite import render
+from suite.site import charts, formatting, render, tables
 from suite.errors import RaceError
 
 from leaderboard_docs import PAYLOADS, ROOT, hostile, made_up_report, string_paths
@@ -31,16 +31,16 @@ def test_made_up_reports_follow_the_schema():
 
 
 def test_formatting():
-    assert render.sci(1234567890123) == "1.23e12"
-    assert render.sci(0) == "0" and render.sci(None) == "—"
-    assert render.pct(0.1234) == "12.3%"
-    assert render.size_label(1543714304) == "1.5B"
-    assert render.size_label(7615616512) == "7.6B"
-    assert render.size_label(1_070_000) == "1.1M"
-    assert render.safe_href("https://arxiv.org/abs/2607.13389") == "https://arxiv.org/abs/2607.13389"
+    assert formatting.sci(1234567890123) == "1.23e12"
+    assert formatting.sci(0) == "0" and formatting.sci(None) == "—"
+    assert formatting.pct(0.1234) == "12.3%"
+    assert formatting.size_label(1543714304) == "1.5B"
+    assert formatting.size_label(7615616512) == "7.6B"
+    assert formatting.size_label(1_070_000) == "1.1M"
+    assert formatting.safe_href("https://arxiv.org/abs/2607.13389") == "https://arxiv.org/abs/2607.13389"
     for bad in ("javascript:alert(1)", "JaVaScRiPt:alert(1)", " javascript:x", "data:text/html,x", "//evil",
                 "http:/nohost", "https://a.b/\nx", "vbscript:x"):
-        assert render.safe_href(bad) is None, bad
+        assert formatting.safe_href(bad) is None, bad
 
 
 def test_row_reads_the_report_numbers():
@@ -151,27 +151,27 @@ def test_pages_carry_no_absolute_local_paths(tmp_path):
 def test_phase_chart_stacks_the_phases():
     steps = list(range(1, 11))
     flops = [{"rollout": 100, "update": 50 * (i % 2), "reward": 10} for i in range(10)]
-    c = render.phase_chart(steps, flops)
+    c = charts.phase_chart(steps, flops)
     assert [layer["phase"] for layer in c["layers"]] == ["rollout", "update", "reward"]
     assert [layer["total"] for layer in c["layers"]] == [1000, 250, 100]
     # The top of the stack reaches the chart's top at the tallest step (160 FLOPs).
     top_ys = [float(pt.split(",")[1]) for pt in c["layers"][2]["points"].split()[:10]]
     assert min(top_ys) == c["top"]
-    one = render.phase_chart([7], [{"rollout": 5, "update": 5, "reward": 0}])
+    one = charts.phase_chart([7], [{"rollout": 5, "update": 5, "reward": 0}])
     assert one["steps"] == 1 and len(one["layers"][0]["points"].split()) == 4      # a bar
-    zero = render.phase_chart([1, 2], [{"rollout": 0, "update": 0, "reward": 0}] * 2)
+    zero = charts.phase_chart([1, 2], [{"rollout": 0, "update": 0, "reward": 0}] * 2)
     assert all(float(pt.split(",")[1]) == zero["bottom"] for pt in zero["layers"][2]["points"].split())
-    long = render.phase_chart(list(range(1, 10001)), [{"rollout": 1, "update": 1, "reward": 0}] * 10000)
+    long = charts.phase_chart(list(range(1, 10001)), [{"rollout": 1, "update": 1, "reward": 0}] * 10000)
     assert long["binned"] and len(long["layers"][0]["points"].split()) <= 2 * 400
 
 
-def test_frontier_is_a_running_maximum_per_condition():
+def test_frontier_is_a_running_maximum_per_series():
     docs = [made_up_report(run_id="a", total=10 ** 17, scores={("t", "m"): 0.3}),
             made_up_report(run_id="b", total=10 ** 18, scores={("t", "m"): 0.2}),   # worse and dearer: off
             made_up_report(run_id="c", total=10 ** 19, scores={("t", "m"): 0.6}),
             made_up_report(run_id="d", total=10 ** 18, model="Qwen2.5-7B-Instruct", scores={("t", "m"): 0.9})]
     rows = [render.row_from_report(d, id=d["run"]["id"], page=f"s/{d['run']['id']}.html") for d in docs]
-    (chart,) = render.frontier_charts(rows)
+    (chart,) = charts.frontier_charts(rows)
     by_name = {s["name"]: s for s in chart["series"]}
     assert set(by_name) == {"1.5B · sparse", "7.6B · sparse"}
     small = by_name["1.5B · sparse"]
@@ -185,7 +185,7 @@ TABLE_DOCS = [made_up_report(run_id="a_1", label="Qwen & co: 50% <b>", total=2 *
 
 
 def test_markdown_table():
-    md = render.render_table(render.table_rows([("a", d) for d in TABLE_DOCS]), "markdown")
+    md = tables.render_table(tables.table_rows([("a", d) for d in TABLE_DOCS]), "markdown")
     lines = [ln for ln in md.splitlines() if ln.startswith("|")]
     assert len(lines) == 4
     assert len({ln.count(" | ") for ln in lines[2:]}) == 1       # every row has the same cells
@@ -195,25 +195,25 @@ def test_markdown_table():
 
 
 def test_latex_table_escapes_text():
-    tex = render.render_table(render.table_rows([("a", d) for d in TABLE_DOCS]), "latex")
+    tex = tables.render_table(tables.table_rows([("a", d) for d in TABLE_DOCS]), "latex")
     assert r"Qwen \& co: 50\% \textless{}b\textgreater{}" in tex
     assert r"$2.00\times10^{18}$" in tex and r"25.0\%" in tex and r"LoRA $r=64$" in tex
     assert r"\begin{tabular}" in tex and r"\bottomrule" in tex
     assert "a_1" not in tex                           # underscores escaped in the caption
     hostile_doc = made_up_report(label=r"\input{/etc/passwd} $x$ #1 ~ ^")
-    t2 = render.render_table(render.table_rows([("h", hostile_doc)]), "latex")
+    t2 = tables.render_table(tables.table_rows([("h", hostile_doc)]), "latex")
     assert r"\input" not in t2 and r"\textbackslash{}input\{/etc/passwd\}" in t2
 
 
 def test_json_table_keeps_exact_numbers():
-    out = json.loads(render.render_table(render.table_rows([("a", d) for d in TABLE_DOCS]), "json"))
+    out = json.loads(tables.render_table(tables.table_rows([("a", d) for d in TABLE_DOCS]), "json"))
     assert out["rows"][1]["flops"] == TABLE_DOCS[1]["totals"]["flops"]
     assert out["rows"][1]["lora_rank"] is None and out["rows"][1]["scores"] == {"gsm8k-250 · pass@1": 0.61}
 
 
 def test_unknown_table_format_is_a_user_error():
     with pytest.raises(RaceError, match="markdown, latex, json"):
-        render.render_table([], "html")
+        tables.render_table([], "html")
 
 
 def test_every_string_field_is_reachable_by_hostile():
@@ -228,10 +228,10 @@ def test_tables_from_checked_report_files(tmp_path):
     from leaderboard_docs import EXAMPLES
 
     files = sorted(str(p) for p in EXAMPLES.glob("*.json"))
-    md = render.table_from_files(files, "markdown")
+    md = tables.table_from_files(files, "markdown")
     assert sum(ln.startswith("| ") for ln in md.splitlines()) == 1 + len(files)   # header + a row each
     docs = [json.loads(Path(f).read_text()) for f in files]
-    rows = json.loads(render.table_from_files(files, "json"))["rows"]
+    rows = json.loads(tables.table_from_files(files, "json"))["rows"]
     assert [r["flops"] for r in rows] == [d["totals"]["flops"] for d in docs]
     assert [r["update_share"] for r in rows] == [d["totals"]["update_share"] for d in docs]
     # A report with error findings never makes it into a paper table; neither does junk.
@@ -239,12 +239,12 @@ def test_tables_from_checked_report_files(tmp_path):
     bad["totals"]["flops"]["total"] += 1
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(RaceError, match="error finding"):
-        render.table_from_files([str(tmp_path / "bad.json")], "latex")
+        tables.table_from_files([str(tmp_path / "bad.json")], "latex")
     (tmp_path / "junk.json").write_text("[1, 2")
     with pytest.raises(RaceError, match="not JSON"):
-        render.table_from_files([str(tmp_path / "junk.json")], "markdown")
+        tables.table_from_files([str(tmp_path / "junk.json")], "markdown")
     with pytest.raises(RaceError, match="cannot read"):
-        render.table_from_files([str(tmp_path / "missing.json")], "markdown")
+        tables.table_from_files([str(tmp_path / "missing.json")], "markdown")
 
 
 def test_race_report_prints_the_paper_table(capsys, tmp_path):

@@ -4,9 +4,10 @@ import threading
 
 import pytest
 
-from suite import rewards
+from suite.train import rewards
 from suite.errors import RaceError
-from suite.rewards import extract_boxed, get_reward_system
+from suite.answers import extract_boxed
+from suite.train.rewards import get_reward_system
 
 Q = "Mia has 5 apples. Mia gets 3 more. Mia loses 2. How many apples does Mia have now?"
 GOLD = "5 + 3 = 8\n\n8 - 2 = 6\n\n\\boxed{6}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
-from suite.ledger import read_ledger
+from suite.record.ledger import read_ledger
 from tiny_policy import make_policy, write_cell
 
 ROOT = Path(__file__).resolve().parents[1]

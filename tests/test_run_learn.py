@@ -20,9 +20,9 @@ import json
 
 import pytest
 
-from suite.cell import load_cell
+from suite.train.cell import load_cell
 from suite.paths import tasks
-from suite.run import run_cell
+from suite.train.run import run_cell
 
 N_HELD_OUT = 250
 MARGIN = 0.05  # adapter mean native reward - base mean native reward, at least
@@ -33,8 +33,8 @@ def native_reward(policy_dir, adapter_dir, system: str, rows) -> float:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from suite.embedded import greedy_completions
-    from suite.rewards import get_reward_system
+    from tools.embedded import greedy_completions
+    from suite.train.rewards import get_reward_system
 
     tok = AutoTokenizer.from_pretrained(policy_dir)
     model = AutoModelForCausalLM.from_pretrained(policy_dir)

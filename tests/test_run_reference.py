@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 
-from suite.cell import load_cell
+from suite.train.cell import load_cell
 from suite.paths import tasks
-from suite.run import run_cell
+from suite.train.run import run_cell
 
 CELLS = tasks() / "cells"
 SMALL = {"K": 4, "prompts_per_step": 2, "max_completion_tokens": 32}

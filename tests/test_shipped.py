@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from suite import bench, grid
-from suite.cell import load_cell
+from benchmarks import gate as bench
+from suite.analysis import grid
+from suite.train.cell import load_cell
 from suite.cli import main
 from suite.paths import tasks
 

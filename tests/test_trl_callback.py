@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from suite.cell import load_cell  # noqa: E402
+from suite.train.cell import load_cell  # noqa: E402
 from suite.errors import RaceError  # noqa: E402
-from suite.ledger import read_ledger  # noqa: E402
+from suite.record.ledger import read_ledger  # noqa: E402
 from tiny_policy import make_policy, write_cell  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def _addmm_inplace(self_shape, a_shape, b_shape, out_shape=None, **kw):
 
 
 def _trainer(tmp_path, policy, steps, **fields):
-    from suite.run import build_trainer
+    from suite.train.run import build_trainer
 
     torch.set_num_threads(1)
     cell = load_cell(write_cell(tmp_path / "cell.yaml", policy, attention="full", **fields))
@@ -76,7 +76,7 @@ def test_budget_stop_never_overspends(tmp_path, policy):
 
 
 def test_attach_needs_a_callable_reward(tmp_path, policy):
-    from suite.trl_callback import RaceLedger
+    from suite.train.trl_callback import RaceLedger
 
     class Trainer:  # the part of GRPOTrainer attach() touches
         reward_funcs = [torch.nn.Linear(2, 1)]
@@ -106,7 +106,7 @@ def test_docs_example_runs(tmp_path, monkeypatch):
 
 
 class _ModelReward:
-    """A model reward as suite.rewards defines them (kind, model_path, last_scored_lengths):
+    """A model reward as suite.train.rewards defines them (kind, model_path, last_scored_lengths):
     it runs a real forward of its model over each prompt + completion, one sequence at a time."""
 
     kind = "model"
@@ -135,8 +135,8 @@ class _ModelReward:
 def test_model_reward_is_charged_by_its_own_forward(tmp_path, policy):
     from torch.utils.flop_counter import FlopCounterMode
 
-    from suite.cell import load_cell
-    from suite.run import build_trainer
+    from suite.train.cell import load_cell
+    from suite.train.run import build_trainer
 
     torch.set_num_threads(1)
     rm_dir = make_policy(tmp_path / "reward-model", hidden=64, layers=1, seed=3)
@@ -147,7 +147,7 @@ def test_model_reward_is_charged_by_its_own_forward(tmp_path, policy):
     trainer.callback_handler.callbacks = [c for c in trainer.callback_handler.callbacks
                                           if type(c).__name__ != "RaceLedger"]
     trainer.reward_funcs[0] = _ModelReward(rm_dir)
-    from suite.trl_callback import RaceLedger
+    from suite.train.trl_callback import RaceLedger
 
     ledger = RaceLedger(tmp_path / "ledger", attention="full").attach(trainer)
     assert ledger.reward_model is not None and ledger.reward_model.num_layers == 1

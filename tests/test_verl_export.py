@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from suite import verl
-from suite.cell import load_cell
+from suite.integrations import verl
+from suite.train.cell import load_cell
 from suite.cli import main
 from suite.errors import RaceError
 
@@ -76,7 +76,7 @@ def test_cli_refuses_gpus_that_do_not_split_the_batch(capsys):
 
 
 def test_verl_reward_function_scores_like_the_suite():
-    from suite import verl_reward
+    from suite.integrations import verl_reward
 
     good = "3 + 4 = 7\n\n\\boxed{7}"
     assert verl_reward.compute_score_sparse("race/arith", good, "7", {}) == 1.0
@@ -87,7 +87,7 @@ def test_verl_reward_function_scores_like_the_suite():
 def test_write_data_converts_the_cell_dataset_to_verl_parquet(tmp_path, capsys):
     import pyarrow.parquet as pq
 
-    from suite import verl_reward
+    from suite.integrations import verl_reward
 
     src = tmp_path / "train.jsonl"
     src.write_text('{"question": "Ann has 2 pens. Ann finds 3 more. How many pens?", '

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase_flops, tokens_from_work,
                               work_from_lengths)
-from suite.ledger import LedgerWriter
-from suite.modelspec import catalog_names, load_spec
-from suite.report import build_report, model_entry, totals_from
+from suite.record.ledger import LedgerWriter
+from suite.accounting.modelspec import catalog_names, load_spec
+from suite.record.report import build_report, model_entry, totals_from
 
 POLICIES = [n for n in catalog_names() if "PRM" not in n]
 PRM = "Qwen2.5-Math-PRM-7B"

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
 from suite.accounting import Adapter, GRPOSettings, pass_breakdown, work_from_lengths  # noqa: E402
-from suite.modelspec import ModelSpec, load_spec  # noqa: E402
+from suite.accounting.modelspec import ModelSpec, load_spec  # noqa: E402
 
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "L40S": 362.0,
                     "B200": 2250.0, "GB200": 2500.0}
@@ -69,7 +69,7 @@ def _timed(fn, device: str) -> tuple[object, float]:
 
 
 def _counted(fn) -> int:
-    from suite.measure import flop_counter
+    from suite.accounting.reference import flop_counter
 
     fc = flop_counter()
     with fc:
@@ -78,7 +78,7 @@ def _counted(fn) -> int:
 
 
 def _build(spec: ModelSpec, device: str, dtype):
-    from suite.measure import build_model
+    from suite.accounting.reference import build_model
 
     return build_model(spec, device=device).to(dtype)
 
@@ -89,7 +89,7 @@ def rollout(spec, adapter, n, p, c, device, dtype):
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
-    from suite.measure import add_lora
+    from suite.accounting.reference import add_lora
 
     model = add_lora(_build(spec, device, dtype), adapter).eval()
     ids = torch.full((n, p), 3, dtype=torch.long, device=device)
@@ -122,7 +122,7 @@ def update(spec, adapter, n, p, c, device, dtype):
     import torch
     from trl.trainer.utils import add_fused_lm_head
 
-    from suite.measure import add_lora
+    from suite.accounting.reference import add_lora
 
     model = _build(spec, device, dtype)
     add_fused_lm_head(model, outputs=("log_probs", "entropy"))

@@ -9,8 +9,9 @@ and (b) Qwen2.5-Math-PRM-7B feedback. Per-step token lengths are drawn with a fi
 priced by suite.accounting (work_from_lengths + phase_flops), exactly as a run's ledger
 callback would. Evaluation values are illustrative, not the paper's results.
 
-invalid/: each document breaks one invariant; `<name>.expect` lists the rule IDs it must
-trigger (one per line). tests/test_validate_examples.py runs them all.
+invalid/: each document breaks one invariant; `<name>.expect` lists exactly the rule IDs it
+triggers, the invariant's own and its consequences (one per line); tests/test_validate_examples.py
+runs them all.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
-from suite.ledger import LedgerWriter  # noqa: E402
-from suite.modelspec import load_spec  # noqa: E402
+from suite.record.ledger import LedgerWriter  # noqa: E402
+from suite.accounting.modelspec import load_spec  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
-from suite.report import build_report, totals_from  # noqa: E402
+from suite.record.report import build_report, totals_from  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16
@@ -165,18 +166,18 @@ def invalid_cases(valid: dict[str, dict]):
 
     def full_priced(d):
         from suite.accounting import Adapter as A, GRPOSettings as G
-        from suite.modelspec import ModelSpec
+        from suite.accounting.modelspec import ModelSpec
 
         w = d["totals"]["work"]
         full = phase_flops(w, ModelSpec.from_dict(d["policy"]["spec"]), A(kind="full"), G(**d["grpo"]), None, "trl", "causal")
         d["totals"]["flops"]["update"] = full["update"]
         _retotal(d)
-    yield "lora-priced-as-full", mut(sparse, full_priced), ["PHYS-003", "ARITH-004"]
+    yield "lora-priced-as-full", mut(sparse, full_priced), ["PHYS-003", "ARITH-004", "PLAUS-001"]
 
     def zero_prm(d):
         d["totals"]["flops"]["reward"] = 0
         _retotal(d)
-    yield "prm-zero-cost", mut(prm, zero_prm), ["PHYS-004", "ARITH-004"]
+    yield "prm-zero-cost", mut(prm, zero_prm), ["PHYS-004", "ARITH-004", "PLAUS-001"]
 
     def charge_rule(d):
         d["totals"]["flops"]["reward"] = 10**15
@@ -186,7 +187,7 @@ def invalid_cases(valid: dict[str, dict]):
     def floor(d):
         d["totals"]["flops"]["rollout"] = 10**12
         _retotal(d)
-    yield "rollout-below-floor", mut(sparse, floor), ["PHYS-002", "PHYS-001"]
+    yield "rollout-below-floor", mut(sparse, floor), ["PHYS-002", "PHYS-001", "ARITH-004", "PLAUS-001"]
     yield "param-count", mut(sparse, setp(("policy", "params_total"), sparse["policy"]["params_total"] + 1)), ["PHYS-006"]
 
     def swap_size(d):
@@ -194,7 +195,7 @@ def invalid_cases(valid: dict[str, dict]):
         d["policy"]["spec"] = {**big.to_dict(), "name": d["policy"]["name"]}
         d["policy"]["params_total"], d["policy"]["params_non_embedding"] = big.params_total, big.params_non_embedding
         d["adapter"]["trainable_params"] = Adapter(kind="lora", rank=64, alpha=128.0).trainable_params(big)
-    yield "swapped-model-size", mut(sparse, swap_size), ["PHYS-007", "PHYS-001"]
+    yield "swapped-model-size", mut(sparse, swap_size), ["PHYS-007", "PHYS-001", "PHYS-002"]
     yield "trainable-params", mut(sparse, setp(("adapter", "trainable_params"), 1000)), ["PHYS-008"]
     yield "wrong-attention", mut(sparse, setp(("accounting", "attention"), "full")), ["PHYS-001"]
     yield "unknown-engine-profile", mut(sparse, setp(("accounting", "engine_profile"), "megatron")), ["PHYS-001"]
@@ -205,7 +206,7 @@ def invalid_cases(valid: dict[str, dict]):
     def no_update(d):
         d["totals"]["flops"]["update"] = 0
         _retotal(d)
-    yield "update-share-zero", mut(sparse, no_update), ["PLAUS-004", "PHYS-001"]
+    yield "update-share-zero", mut(sparse, no_update), ["PLAUS-004", "PHYS-001", "ARITH-004", "PLAUS-001"]
     yield "bad-date-time", mut(sparse, setp(("run", "created"), "2026-13-45T25:61:00Z")), ["SCHEMA-002"]
     yield "typo-key", mut(sparse, lambda d: d.__setitem__("totels", d["totals"])), ["SCHEMA-002"]
     yield "missing-field", mut(sparse, lambda d: d["grpo"].pop("beta")), ["SCHEMA-002"]
@@ -233,7 +234,7 @@ def make_invalid(valid: dict[str, dict]) -> None:
     out.mkdir()
     (out / "base.ledger.jsonl").write_bytes((HERE / "valid" / valid["sparse"]["ledger"]["path"]).read_bytes())
     (out / "prm.ledger.jsonl").write_bytes((HERE / "valid" / valid["prm"]["ledger"]["path"]).read_bytes())
-    from suite.ledger import LedgerSummary
+    from suite.record.ledger import LedgerSummary
 
     for case in invalid_cases(valid):
         name, doc, expect = case[:3]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..ledger import PHASES, TOKEN_KEYS
+from ..accounting import PHASES, TOKEN_KEYS
 from .registry import Issue, rule
-from .schema_rules import json_path
+from ..record.schemas import json_path
 
 # Shares are floats; hand-filled reports round them. 1e-4 accepts 4-decimal rounding and still
 # catches any share that is off by a hundredth of a percent point.

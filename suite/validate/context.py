@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..ledger import LedgerSummary
+from ..record.ledger import LedgerSummary
 
 _SHARED: dict[Path, LedgerSummary] | None = None
 
@@ -27,6 +27,11 @@ def shared_ledgers():
         yield _SHARED
     finally:
         _SHARED = outer
+
+
+def shared_scan(path: Path) -> LedgerSummary | None:
+    """The summary of `path` made inside the current shared_ledgers() block, if any."""
+    return None if _SHARED is None else _SHARED.get(path)
 
 
 def scan_ledger(path: Path) -> LedgerSummary:

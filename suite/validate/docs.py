@@ -13,8 +13,6 @@ RULES_END = "<!-- rules:end -->"
 
 def rules_markdown() -> str:
     """One section per rule: ID, title, severity, scope and its docstring."""
-    from . import runner  # noqa: F401  (registers every rule)
-
     out = []
     for r in ordered():
         out.append(f"### {r.id} — {r.title}\n\n*{r.severity}*, checks the {r.scope}\n\n{r.doc}\n")

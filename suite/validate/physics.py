@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from ..ledger import PHASES
+from ..accounting import PHASES
 from .registry import Issue, rule
 
 # Relative deviation allowed between a declared phase and our recomputation. Our own reports
@@ -40,7 +40,7 @@ class Recomputation:
 def _inputs(doc: dict, adapter_type: str | None = None):
     """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention)."""
     from ..accounting import Adapter, GRPOSettings
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     policy = ModelSpec.from_dict(doc["policy"]["spec"])
     a = doc["adapter"]
@@ -74,12 +74,11 @@ def recompute(doc: dict) -> Recomputation:
                              f"use one of {', '.join(sorted(ENGINES))} (the generic profile suits hand-filled reports)")
     work = doc["totals"]["work"]
     try:
-        args = _inputs(doc)
-        flops = _phase_flops(work, args)
+        flops = _priced(work, _inputs(doc))
         other = None
         if doc["adapter"]["type"] in ("lora", "full"):
             flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
-            other = _phase_flops(work, _inputs(doc, flip))
+            other = _priced(work, _inputs(doc, flip))
     except RaceError as e:
         return Recomputation(None, e.message, e.hint or "")
     except (KeyError, TypeError, ValueError) as e:
@@ -88,32 +87,12 @@ def recompute(doc: dict) -> Recomputation:
     return Recomputation({p: int(flops[p]) for p in PHASES}, other_adapter={p: int(other[p]) for p in PHASES} if other else None)
 
 
-def _phase_flops(work: dict, args: tuple) -> dict:
-    """suite.accounting.phase_flops(work, *args) with the work -> FLOPs map (coefficients, a
-    per-layer walk) built once per distinct setting: a leaderboard repeats a few settings
-    across many reports. The same checks and the same sum as pass_breakdown."""
-    from ..accounting import _check_work, phase_flops
-    from ..errors import RaceError
+def _priced(work: dict, args: tuple) -> dict:
+    """suite.accounting.phase_flops of `work` under _inputs' (policy, adapter, settings,
+    reward model, engine, attention)."""
+    from ..accounting import phase_flops
 
-    _check_work(work)
-    if args[3] is None and work.get("reward.tokens", 0):
-        raise RaceError("work has reward-model tokens but no reward model spec was given",
-                        "pass the reward model (--reward-model) or drop reward_lengths")
-    try:
-        table = _coefficients(*args)
-    except TypeError:               # an unhashable spec field: price it the plain way
-        return phase_flops(work, *args[:4], engine=args[4], attention=args[5])
-    out = dict.fromkeys(PHASES, 0)
-    for phase, _, coef in table:
-        out[phase] += sum(c * work.get(key, 0) for key, c in coef.items())
-    return out
-
-
-@lru_cache(maxsize=512)
-def _coefficients(policy, adapter, settings, reward_model, engine, attention):
-    from ..accounting import coefficients
-
-    return coefficients(policy, adapter, settings, reward_model, engine, attention)
+    return phase_flops(work, *args[:4], engine=args[4], attention=args[5])
 
 
 @lru_cache(maxsize=64)
@@ -121,9 +100,9 @@ def catalog_spec(name: str):
     """The catalog ModelSpec a model name names (hub ids too), or None for other names; read
     once per name (the catalog ships with the package and is part of the validator's
     fingerprint)."""
-    from ..modelspec import _catalog_lookup, load_spec
+    from ..accounting.modelspec import in_catalog, load_spec
 
-    return load_spec(name) if _catalog_lookup(name) is not None else None
+    return load_spec(name) if in_catalog(name) else None
 
 
 def _rel(a: int, b: int) -> float:
@@ -259,19 +238,19 @@ def param_counts(ctx) -> Iterable[Issue]:
     policy, the reward model and any judge must equal the counts implied by their `spec` (exact,
     as the real model has them)."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     for where, m in _model_sections(ctx.doc):
         try:
             spec = ModelSpec.from_dict(m["spec"])
         except (RaceError, TypeError) as e:
-            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.modelspec.ModelSpec.to_dict()")
+            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.accounting.modelspec.ModelSpec.to_dict()")
             continue
         for key in ("params_total", "params_non_embedding", "params_active"):
             want = getattr(spec, key)
             if key in m and m[key] != want:
                 yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
-                            "copy the counts from `race flops --json` or suite.modelspec")
+                            "copy the counts from `race flops --json` or suite.accounting.modelspec")
 
 
 @rule("PHYS-007", title="model spec differs from the catalog model it names",
@@ -280,7 +259,7 @@ def catalog_identity(ctx) -> Iterable[Issue]:
     """A model whose `name` is a catalog name (e.g. Qwen2.5-1.5B-Instruct) must carry that
     model's spec: a 7B spec under a 1.5B name (or the reverse) makes every FLOP count wrong."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     for where, m in _model_sections(ctx.doc):
         try:
@@ -311,7 +290,7 @@ def trainable_params(ctx) -> Iterable[Issue]:
     """Full fine-tuning trains every parameter; a LoRA of rank r on a Linear(in, out) adds
     r·(in + out) per adapted module per layer. `adapter.trainable_params` must match."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     try:
         spec = ModelSpec.from_dict(ctx.doc["policy"]["spec"])

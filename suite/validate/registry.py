@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Literal, NamedTuple
 
+from ..registry import Registry
+
 Severity = Literal["error", "warning"]
 
 
@@ -60,7 +62,8 @@ class Rule:
         return inspect.cleandoc(self.fn.__doc__ or "")
 
 
-RULES: dict[str, Rule] = {}
+RULES: Registry[Rule] = Registry("rule id", loader="suite.validate.runner")
+"""Every rule by ID; suite.validate.runner imports the rule modules that fill it, when first looked at."""
 
 # Run (and list) order: the schema decides which sections later rules may read.
 FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "PHYS", "PLAUS", "INTERNAL")
@@ -78,10 +81,4 @@ def rule(rule_id: str, *, title: str, severity: Severity = "error", scope: str =
     """Register a rule function under a stable ID. The function takes the scope's context and
     yields Issue(path, message, hint) for each problem."""
 
-    def register(fn):
-        if rule_id in RULES:
-            raise ValueError(f"duplicate rule id {rule_id}")
-        RULES[rule_id] = Rule(rule_id, title, severity, scope, tuple(requires), fn)
-        return fn
-
-    return register
+    return RULES.register(rule_id, lambda fn: Rule(rule_id, title, severity, scope, tuple(requires), fn))

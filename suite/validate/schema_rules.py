@@ -8,7 +8,7 @@ import json
 from functools import lru_cache
 from typing import Iterable
 
-from ..report import SCHEMA_FILE, SUPPORTED_VERSIONS
+from ..record.schemas import SUPPORTED_VERSIONS, json_path, report_validator
 from .registry import Issue, rule
 
 # ------------------------------------------------------------------------ input (loader) rules
@@ -72,38 +72,6 @@ def input_depth(ctx):
 
 # ------------------------------------------------------------------------ schema rules
 
-@lru_cache(maxsize=1)
-def report_validator():
-    """The Draft 2020-12 validator of report v1, with format checking (date-time and friends
-    really checked: the jsonschema format extras are a dependency)."""
-    from jsonschema import Draft202012Validator
-
-    from .. import paths
-
-    schema = json.loads((paths.schemas() / SCHEMA_FILE).read_text())
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(inline_refs(schema), format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def inline_refs(schema: dict) -> dict:
-    """The schema with every local `#/$defs/...` reference replaced by its target (the report
-    schema is not recursive): same verdicts, about a third faster, since jsonschema resolves
-    each $ref through the referencing library on every visit."""
-    defs = schema.get("$defs", {})
-
-    def walk(node):
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-                return {**walk(defs[ref[8:]]), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
-            return {k: walk(v) for k, v in node.items()}
-        if isinstance(node, list):
-            return [walk(x) for x in node]
-        return node
-
-    return {k: walk(v) for k, v in schema.items() if k != "$defs"}
-
-
 # Top-level keywords under which a report is valid exactly when the top level is (its type,
 # required and allowed keys) and every section is valid under its own subschema.
 _SECTIONWISE = {"$schema", "$id", "title", "description", "type", "additionalProperties", "required", "properties"}
@@ -157,31 +125,6 @@ def report_is_valid(doc) -> bool:
         elif k in sections and not sections[k].is_valid(value):
             return False
     return True
-
-
-@lru_cache(maxsize=1)
-def ledger_record_validator():
-    """The Draft 2020-12 validator of one ledger record (format-checked)."""
-    from jsonschema import Draft202012Validator
-
-    from .. import paths
-    from ..ledger import SCHEMA_FILE as LEDGER_SCHEMA
-
-    schema = json.loads((paths.schemas() / LEDGER_SCHEMA).read_text())
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
-
-
-def json_path(parts) -> str:
-    """A JSON path like $.totals.flops.rollout or $.evaluations[0].n."""
-    out = "$"
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif isinstance(p, str) and p.isidentifier():
-            out += f".{p}"
-        else:
-            out += f"[{json.dumps(p)}]"
-    return out
 
 
 def _branch_errors(err) -> list:

@@ -1,0 +1,108 @@
+"""`race bench [--fast] [--update-baseline] [--machine KIND]`: run the reference cells through
+pytest-benchmark, compare with the stored baseline of this machine kind, print what moved."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import command
+from ...errors import RaceError
+
+
+@command("bench", help="run the reference cells as regression benchmarks and gate them against the stored "
+                       "baseline (FLOPs/tokens exact, rewards and pass@1 within tolerance, time by median)")
+def configure(p):
+    p.add_argument("--fast", action="store_true",
+                   help="only the fast lane (the smallest policy, a rule reward, 2 steps; under a minute) "
+                        "instead of every reference cell (a few minutes on 2 cores)")
+    p.add_argument("--update-baseline", action="store_true",
+                   help="after the run, write its results as the baseline (atomically); with --fast only the "
+                        "fast cells' entries are replaced. Use it deliberately, after checking the table")
+    p.add_argument("--machine", metavar="KIND", default=None,
+                   help="machine kind whose baseline to use: benchmarks/baselines/KIND.json (default: this "
+                        "machine's kind, python-<cores>core-<cpu|gpu>, e.g. python-2core-cpu)")
+    p.add_argument("--baseline", metavar="FILE", default=None,
+                   help="compare with (or, with --update-baseline, write) this file instead of "
+                        "benchmarks/baselines/KIND.json")
+    p.add_argument("--compare", metavar="JSON", default=None,
+                   help="do not run: judge this pytest-benchmark JSON (written by `pytest "
+                        "benchmarks/test_reference_cells.py --benchmark-json=JSON`)")
+    p.add_argument("--slower-pct", metavar="PCT", type=int, default=None,
+                   help="time check: fail when a cell's median is more than PCT percent above the baseline's "
+                        "(default: the gate's, 100, i.e. twice as slow; pytest-benchmark's "
+                        "--benchmark-compare-fail=median:PCT%% semantics; speed-ups never fail)")
+    p.add_argument("--no-time", action="store_true",
+                   help="skip the time check (judge FLOPs, tokens, steps, rewards and pass@1 only)")
+    p.add_argument("--json", metavar="FILE", default=None,
+                   help="also keep the run's pytest-benchmark JSON here")
+    return run
+
+
+def run(args) -> int:
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from importlib.util import find_spec
+
+    from ...paths import checkout_module, home
+
+    bench = checkout_module("benchmarks/gate.py", "race bench")
+    if find_spec("pytest_benchmark") is None:
+        raise RaceError("race bench needs pytest-benchmark, which is not installed",
+                        "install the test extra in the checkout: pip install -e '.[test]'")
+    if args.slower_pct is None:
+        args.slower_pct = bench.DEFAULT_SLOWER_PCT
+    if args.slower_pct < 0:
+        raise RaceError(f"--slower-pct must be >= 0, got {args.slower_pct}")
+    if args.compare and args.update_baseline:
+        raise RaceError("--compare judges an existing run; it cannot refresh the baseline",
+                        "run `race bench --update-baseline` to refresh from a fresh run")
+    kind = args.machine or bench.machine_kind()
+    path = Path(args.baseline) if args.baseline else bench.baseline_path(kind)
+    # Check the baseline before minutes of training, not after.
+    baseline = None
+    if not args.update_baseline:
+        baseline = bench.load_baseline(path, kind)
+    elif path.exists():
+        try:
+            baseline = bench.load_baseline(path, kind)
+        except RaceError:
+            baseline = None  # a corrupt baseline is simply replaced
+
+    if args.compare:
+        now = bench.load_run_json(args.compare)
+    else:
+        root = home()
+        with tempfile.TemporaryDirectory(prefix="race-bench-") as tmp:
+            out = Path(tmp) / "bench.json"
+            cmd = [sys.executable, "-m", "pytest", str(root / "benchmarks" / "test_reference_cells.py"),
+                   "-q", "-p", "no:cacheprovider", f"--rootdir={root}", f"--benchmark-json={out}",
+                   "--benchmark-columns=median,rounds", f"--basetemp={Path(tmp) / 'runs'}"]
+            if args.fast:
+                cmd += ["-m", "race_fast"]
+            # Same hash seed in every run; torch threads are fixed by the cells themselves.
+            env = dict(os.environ, PYTHONHASHSEED="0", PYTHONWARNINGS="ignore")
+            print(f"race bench: running {len(bench.selected(args.fast))} reference cells "
+                  f"({'fast lane' if args.fast else 'full suite'}) ...", file=sys.stderr, flush=True)
+            rc = subprocess.run(cmd, cwd=root, env=env).returncode
+            if rc != 0 or not out.is_file():
+                print(f"race bench: the reference suite failed (pytest exit {rc}); see its output above",
+                      file=sys.stderr)
+                return 1
+            if args.json:
+                shutil.copyfile(out, args.json)
+            now = bench.load_run_json(out)
+
+    if args.update_baseline:
+        if baseline is not None:
+            print(bench.format_table(bench.compare(baseline, now, slower_pct=None if args.no_time else args.slower_pct)))
+        written = bench.write_baseline(path, bench.merged(baseline, now))
+        print(f"baseline updated: {written} ({len(bench.merged(baseline, now)['benchmarks'])} cells)")
+        return 0
+    result = bench.compare(baseline, now, slower_pct=None if args.no_time else args.slower_pct)
+    print(f"baseline: {path}")
+    print(bench.format_table(result))
+    return 1 if result.failed else 0

@@ -1,0 +1,249 @@
+"""`race flops`: per-phase FLOPs of GRPO steps from model specs and mean token counts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from suite.cli import command
+from suite.errors import RaceError
+from suite.numbers import parse_number
+
+PAPER_DEFAULTS = {"group_size": 2, "prompts_per_step": 16, "prompt_tokens": 256.0, "completion_tokens": 1024.0}
+
+
+def count_arg(text: str) -> float:
+    """argparse type of a token count or budget: plain or scientific notation (1e18)."""
+    try:
+        return float(parse_number(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"'{text}' is {'not a finite number' if str(e) == 'not finite' else str(e)}")
+
+
+def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) -> None:
+    """The flags that define one GRPO step (shared by `race flops` and `race plan`)."""
+    if single_model:
+        m = p.add_mutually_exclusive_group(required=True)
+        m.add_argument("--model", metavar="NAME",
+                       help="policy from the built-in catalog (see `race flops --list-models`), e.g. Qwen2.5-1.5B-Instruct")
+        m.add_argument("--config", metavar="PATH",
+                       help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, Qwen3-MoE, "
+                            "Qwen3-Next, Qwen3.5, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
+                            "DeepSeek-V3, gpt-oss")
+        m.add_argument("--list-models", action="store_true", help="print the catalog names with parameter counts and exit")
+    p.add_argument("--lora-rank", type=int, default=64, metavar="R",
+                   help="LoRA rank; 0 means full fine-tuning (default: 64)")
+    p.add_argument("--lora-alpha", type=float, default=None, metavar="A",
+                   help="LoRA alpha, recorded only: it scales the adapter, costs no FLOPs (default: 2*R)")
+    p.add_argument("--lora-targets", default=None, metavar="LIST",
+                   help="comma-separated peft target_modules (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
+                        "down_proj), or all-linear; adapted as peft does on the model (MoE: gate/up/down become the "
+                        "expert stacks)")
+    p.add_argument("--group-size", type=int, default=PAPER_DEFAULTS["group_size"], metavar="K",
+                   help="completions per prompt (default: 2, as in the paper)")
+    p.add_argument("--prompts-per-step", type=int, default=PAPER_DEFAULTS["prompts_per_step"], metavar="B",
+                   help="prompts per generation batch (default: 16)")
+    p.add_argument("--prompt-tokens", type=count_arg, default=PAPER_DEFAULTS["prompt_tokens"], metavar="P",
+                   help="mean prompt tokens (default: 256)")
+    p.add_argument("--completion-tokens", type=count_arg, default=PAPER_DEFAULTS["completion_tokens"], metavar="C",
+                   help="mean generated tokens per completion, EOS included (default: 1024)")
+    p.add_argument("--max-completion-tokens", type=int, default=None, metavar="M",
+                   help="longest completion allowed (default: the larger of 2048 and C); recorded, and C must not exceed it")
+    p.add_argument("--num-iterations", type=int, default=1, metavar="MU",
+                   help="policy updates per generation batch, mu (default: 1); mu > 1 adds the old-policy forward")
+    p.add_argument("--beta", type=count_arg, default=0.0, metavar="BETA",
+                   help="KL coefficient; non-zero adds the reference-model forward (default: 0)")
+    p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=True,
+                   help="recompute decoder activations in the backward (default: on, as TRL)")
+    p.add_argument("--reward-model", metavar="NAME|PATH", default=None,
+                   help="reward model (catalog name or config.json) scoring every completion; absent = rule reward, 0 FLOPs")
+    p.add_argument("--reward-tokens", type=count_arg, default=None, metavar="R",
+                   help="tokens the reward model scores per completion (default: P + C)")
+    p.add_argument("--engine", default="trl", metavar="PROFILE",
+                   help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA, transformers generate), "
+                        "trl-vllm (TRL with vLLM generation: prefix caching, no padding), trl-cpu, generic "
+                        "(useful work only), verl (default: trl)")
+    p.add_argument("--attention", default="causal", choices=("causal", "full"),
+                   help="attention FLOP convention: causal counts the lower triangle, full the whole square (default: causal)")
+    p.add_argument("--json", action="store_true", help="print JSON for machines instead of a table")
+
+
+def adapter_from_args(args):
+    """accounting.Adapter from --lora-rank/--lora-alpha/--lora-targets."""
+    from suite.accounting import PROJECTIONS, Adapter
+
+    if args.lora_rank < 0:
+        raise RaceError(f"--lora-rank must be >= 0, got {args.lora_rank}", "0 means full fine-tuning")
+    targets = PROJECTIONS
+    if args.lora_targets is not None:
+        if args.lora_rank == 0:
+            raise RaceError("--lora-targets applies to LoRA only", "drop it, or give --lora-rank R > 0")
+        targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
+    return Adapter.from_rank(args.lora_rank, args.lora_alpha, targets)
+
+
+def settings_from_args(args):
+    """accounting.GRPOSettings from the step flags."""
+    from suite.accounting import GRPOSettings
+
+    c = args.completion_tokens
+    max_c = args.max_completion_tokens
+    if max_c is None:
+        max_c = max(2048, math.ceil(c)) if math.isfinite(c) and 0 < c <= 1e7 else 2048
+    return GRPOSettings(group_size=args.group_size, prompts_per_step=args.prompts_per_step,
+                        num_iterations=args.num_iterations, beta=args.beta, max_completion_tokens=max_c,
+                        gradient_checkpointing=args.gradient_checkpointing)
+
+
+def compute(policy, args) -> dict:
+    """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
+    from suite.accounting import METHOD, VERSION, get_engine, step_flops
+    from suite.accounting.modelspec import load_spec
+
+    get_engine(args.engine)
+    adapter = adapter_from_args(args)
+    settings = settings_from_args(args)
+    reward = load_spec(args.reward_model) if args.reward_model else None
+    if reward is None and args.reward_tokens is not None:
+        raise RaceError("--reward-tokens needs --reward-model", "rule rewards cost 0 FLOPs")
+    s = step_flops(policy, adapter, settings, args.prompt_tokens, args.completion_tokens, engine=args.engine,
+                   attention=args.attention, reward_model=reward, reward_tokens=args.reward_tokens)
+    n = getattr(args, "steps", 1)
+    total = s.total
+    from suite.record.report import model_entry
+
+    return {
+        "method": METHOD, "version": VERSION, "engine_profile": args.engine, "attention": args.attention,
+        "policy": {k: v for k, v in model_entry(policy).items() if k != "spec"} | {"spec": policy.to_dict()},
+        "adapter": {**adapter.to_report(policy), "adapted": adapted_summary(policy, adapter)},
+        "grpo": settings.to_dict(),
+        "reward": None if reward is None else {"name": reward.name, "params_total": reward.params_total,
+                                               "spec": reward.to_dict()},
+        "means": {"prompt_tokens": args.prompt_tokens, "completion_tokens": args.completion_tokens,
+                  "reward_tokens": s.work["reward.tokens"] / max(1, s.work["count.completions"]) if reward else 0},
+        "per_step": {"flops": {**s.flops, "total": total}, "tokens": s.tokens, "work": s.work,
+                     "passes": [{"phase": ph, "pass": name, "flops": f} for ph, name, f in s.passes]},
+        "steps": n,
+        "total": {"flops": {**{k: v * n for k, v in s.flops.items()}, "total": total * n},
+                  "tokens": {k: v * n for k, v in s.tokens.items()}},
+        "shares": {k: (v / total if total else 0.0) for k, v in s.flops.items()},
+        "expert_lora_folds": _fold_flops(policy, adapter, settings, args, s.work),
+        "update_share": s.update_share,
+    }
+
+
+def _fold_flops(policy, adapter, settings, args, work) -> int:
+    """FLOPs of one step spent folding expert LoRAs per forward call (the work's *.calls terms)."""
+    from suite.accounting import coefficients
+
+    table = coefficients(policy, adapter, settings, None, args.engine, args.attention)
+    return sum(c * work.get(k, 0) for _, _, coef in table for k, c in coef.items() if k.endswith(".calls"))
+
+
+def adapted_summary(policy, adapter) -> dict:
+    """What peft adapts: {module or parameter name: layers}, and the targets that adapt nothing."""
+    from suite.accounting import lora_units, unmatched_targets
+
+    out: dict = {}
+    for u in lora_units(policy, adapter):
+        out[u.name] = out.get(u.name, 0) + 1
+    return {"modules": out, "unmatched_targets": unmatched_targets(policy, adapter)} if adapter.kind == "lora" else {}
+
+
+def sci(x: float) -> str:
+    """FLOPs as 1.234e+18 (0 as 0)."""
+    return f"{x:.3e}" if x else "0"
+
+
+def render(d: dict, show_passes: bool) -> str:
+    """The human table."""
+    from suite.accounting.modelspec import fmt_params
+
+    pol, ad, g = d["policy"], d["adapter"], d["grpo"]
+    if ad["type"] == "lora":
+        mods = ad["adapted"]["modules"]
+        on = ", ".join(f"{m} x{n}" for m, n in mods.items()) if len(mods) <= 12 else f"{len(mods)} module kinds"
+        what = f"LoRA r={ad['rank']} on {on} ({fmt_params(ad['trainable_params'])} trainable)"
+    else:
+        what = f"full fine-tuning ({fmt_params(ad['trainable_params'])} trainable)"
+    size = f"{fmt_params(pol['params_total'])} params"
+    if "params_active" in pol:
+        sp = pol["spec"]
+        size += (f", {fmt_params(pol['params_active'])} active: {sp['experts_per_token']} of {sp['num_experts']} experts "
+                 "per token")
+    rw = "rule reward (0 FLOPs)" if d["reward"] is None else \
+        f"reward model {d['reward']['name']} ({fmt_params(d['reward']['params_total'])}) over {d['means']['reward_tokens']:g} tokens"
+    lines = [
+        f"policy {pol['name']} ({size}), {what}",
+        f"GRPO step: B={g['prompts_per_step']} prompts x K={g['group_size']} completions, P={d['means']['prompt_tokens']:g}, "
+        f"C={d['means']['completion_tokens']:g} tokens; mu={g['num_iterations']}, beta={g['beta']:g}, gradient checkpointing "
+        f"{'on' if g['gradient_checkpointing'] else 'off'}; {rw}",
+        f"engine profile {d['engine_profile']}, attention {d['attention']}, 1 multiply-add = 2 FLOPs",
+        "",
+    ]
+    folded = d.get("expert_lora_folds", 0)
+    if folded:
+        lines.insert(1, f"note: peft folds the LoRA into the expert stacks once per forward call (every decode step of "
+                        f"transformers generate): {sci(folded)} FLOPs, {folded / d['per_step']['flops']['total']:.1%} of "
+                        "the step; vLLM rollouts (--engine trl-vllm) apply it per routed token")
+    miss = ad.get("adapted", {}).get("unmatched_targets")
+    if miss:
+        lines.insert(1, f"note: {pol['name']} has no {', '.join(miss)}: peft adapts only the target names that exist "
+                        "(--lora-targets all-linear, or name its modules)")
+    n = d["steps"]
+    tok = d["per_step"]["tokens"]
+    tok_txt = {"rollout": f"{tok['rollout_prompt']:,} prompt + {tok['rollout_completion']:,} generated",
+               "update": f"{tok['update']:,}", "reward": f"{tok['reward']:,}"}
+    head = f"{'phase':<9}{'FLOPs/step':>12}{f'FLOPs x{n}':>14}{'share':>8}   tokens/step"
+    lines += [head, "-" * len(head)]
+    for ph in ("rollout", "update", "reward"):
+        lines.append(f"{ph:<9}{sci(d['per_step']['flops'][ph]):>12}{sci(d['total']['flops'][ph]):>14}"
+                     f"{d['shares'][ph]:>8.1%}   {tok_txt[ph]}")
+    lines.append(f"{'total':<9}{sci(d['per_step']['flops']['total']):>12}{sci(d['total']['flops']['total']):>14}{'':>8}")
+    lines.append(f"\nupdate share p = C_update / C_total = {d['update_share']:.4f}")
+    if show_passes:
+        lines += ["", f"{'phase':<9}{'pass':<24}{'FLOPs/step':>12}"]
+        for r in d["per_step"]["passes"]:
+            lines.append(f"{r['phase']:<9}{r['pass']:<24}{sci(r['flops']):>12}")
+    return "\n".join(lines)
+
+
+def list_models() -> str:
+    """Catalog names with parameter counts."""
+    from suite.accounting.modelspec import catalog_names, fmt_params, load_spec
+
+    rows = []
+    for n in catalog_names():
+        s = load_spec(n)
+        kind = ("policy" if s.has_lm_head else "reward model") + f", {s.model_type}"
+        if s.is_moe:
+            kind += f", MoE: {fmt_params(s.params_active)} active"
+        rows.append(f"{n:<32}{fmt_params(s.params_total):>8}  {kind}")
+    return "\n".join(rows)
+
+
+@command("flops", help="Per-phase FLOPs (rollout / update / reward) of GRPO steps from token counts")
+def configure(p: argparse.ArgumentParser):
+    p.epilog = ("Counts one GRPO step: B*K completions generated (prefill + one decode step per further token, KV cache), "
+                "mu update passes (forward, backward, checkpoint recompute; old-policy and reference forwards when they "
+                "run) and the reward model's forward. Derivation: docs/accounting.md.")
+    add_step_arguments(p)
+    p.add_argument("--steps", type=int, default=1, metavar="N",
+                   help="number of GRPO steps (each: one generation batch and its mu updates) for the totals (default: 1)")
+    p.add_argument("--passes", action="store_true", help="also list FLOPs of every pass (generate, train forward, ...)")
+
+    def run(args) -> int:
+        if args.list_models:
+            print(list_models())
+            return 0
+        from suite.accounting.modelspec import load_spec
+
+        if args.steps < 1:
+            raise RaceError(f"--steps must be >= 1, got {args.steps}")
+        policy = load_spec(args.model or args.config)
+        d = compute(policy, args)
+        print(json.dumps(d, indent=2) if args.json else render(d, args.passes))
+        return 0
+
+    return run

@@ -1,0 +1,42 @@
+"""`race leaderboard build`: the static leaderboard site from a submissions folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .. import command
+from ...errors import RaceError
+
+DEFAULT_SUBMISSIONS = "leaderboard/submissions"
+
+
+@command("leaderboard", help="Build the static leaderboard site (sortable, filterable, no network needed) "
+                             "from the submissions folder.")
+def configure(p):
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    b = sub.add_parser("build", help="render the site: main table by total FLOPs and by allocation, a page per "
+                                     "submission, the frontier plot",
+                       description="Render the static site. Files that cannot be read or fail validation are "
+                                   "skipped and listed on the site; the build still succeeds.")
+    b.add_argument("--submissions", metavar="DIR", type=Path, default=Path(DEFAULT_SUBMISSIONS),
+                   help=f"folder of submitted report files, one *.json per run (default: {DEFAULT_SUBMISSIONS})")
+    b.add_argument("--out", metavar="SITE", type=Path, required=True,
+                   help="folder to write the site into (created if missing; open SITE/index.html in a browser)")
+    b.add_argument("--no-validate", action="store_true",
+                   help="list files without running the validator (only schema-readable files are shown); "
+                        "for previews, never for publishing")
+    return run
+
+
+def run(args) -> int:
+    if args.action != "build":
+        raise RaceError("missing action", "use `race leaderboard build --out SITE`")
+    from ...site.leaderboard import build
+
+    summary = build(args.submissions, args.out, check=not args.no_validate)
+    print(f"built {args.out}/index.html: {summary['listed']} submission(s) listed, "
+          f"{summary['skipped']} skipped, {summary['pages']} pages, main page {summary['index_bytes']:,} bytes")
+    for name, reason in summary["skipped_files"]:
+        print(f"  skipped {name}: {reason}", file=sys.stderr)
+    return 0

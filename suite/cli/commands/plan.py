@@ -1,0 +1,91 @@
+"""`race plan --budget F`: what one FLOP budget buys for each policy size (the paper's
+same-FLOP model-size comparison): GRPO steps, rollouts and update tokens."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from suite.cli import command
+from suite.cli.commands.flops import add_step_arguments, compute, count_arg, sci
+from suite.errors import RaceError
+
+
+def plan(budget: float, policies, args) -> list[dict]:
+    """One row per policy: whole steps the budget buys under the step flags in `args`."""
+    rows = []
+    for policy in policies:
+        d = compute(policy, args)
+        per_step = d["per_step"]["flops"]["total"]
+        steps = int(budget // per_step)
+        rows.append({
+            "model": policy.name, "params_total": policy.params_total,
+            # MoE: active parameters buy tokens (they set FLOPs per step), total parameters set memory
+            "params_active": policy.params_active if policy.is_moe else policy.params_total,
+            "weights_gb_bf16": 2 * policy.params_total / 1e9,
+            "trainable_params": d["adapter"]["trainable_params"],
+            "flops_per_step": per_step, "steps": steps,
+            "rollouts": steps * d["grpo"]["group_size"] * d["grpo"]["prompts_per_step"],
+            "update_tokens": steps * d["per_step"]["tokens"]["update"],
+            "flops_used": steps * per_step, "update_share": d["update_share"],
+            "flops_per_step_by_phase": d["per_step"]["flops"],
+        })
+    return rows
+
+
+def render(budget: float, rows: list[dict], args) -> str:
+    """The human table."""
+    from suite.accounting.modelspec import fmt_params
+
+    lora = f"LoRA r={args.lora_rank}" if args.lora_rank else "full fine-tuning"
+    lines = [f"budget {budget:.3e} FLOPs; {lora}; B={args.prompts_per_step} x K={args.group_size}, P={args.prompt_tokens:g}, "
+             f"C={args.completion_tokens:g}, mu={args.num_iterations}, beta={args.beta:g}; engine {args.engine}, "
+             f"attention {args.attention}", ""]
+    head = (f"{'model':<30}{'params':>8}{'active':>8}{'weights':>9}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}"
+            f"{'update tokens':>15}{'p':>8}")
+    lines += [head, "-" * len(head)]
+    for r in rows:
+        active = fmt_params(r["params_active"]) if r["params_active"] != r["params_total"] else "="
+        lines.append(f"{r['model']:<30}{fmt_params(r['params_total']):>8}{active:>8}{r['weights_gb_bf16']:>7.1f}GB"
+                     f"{sci(r['flops_per_step']):>12}{r['steps']:>10,}{r['rollouts']:>12,}{r['update_tokens']:>15,}"
+                     f"{r['update_share']:>8.3f}")
+    if any(r["steps"] == 0 for r in rows):
+        lines.append("\n0 steps: the budget buys less than one step of that model.")
+    if any(r["params_active"] != r["params_total"] for r in rows):
+        lines.append("MoE: active parameters (top-k experts) buy tokens -- they set FLOPs per step; total parameters set "
+                     "memory (weights = 2 bytes per parameter, bf16, before optimizer state and activations).")
+    lines.append("p = C_update / C_total of a step; steps are whole GRPO steps (one generation batch and its mu updates).")
+    return "\n".join(lines)
+
+
+@command("plan", help="What a FLOP budget buys per policy size: GRPO steps, rollouts, update tokens")
+def configure(p: argparse.ArgumentParser):
+    p.epilog = ("The inverse of `race flops`: the same per-step accounting, divided into --budget. Compare model "
+                "sizes at equal FLOPs, as the paper's IsoFLOP bands do.")
+    p.add_argument("--budget", type=count_arg, required=True, metavar="F",
+                   help="total training FLOPs to spend, e.g. 1e18")
+    p.add_argument("--models", default=None, metavar="LIST",
+                   help="comma-separated policies (catalog names or config.json paths); default: every catalog policy")
+    add_step_arguments(p, single_model=False)
+
+    def run(args) -> int:
+        from suite.accounting.modelspec import catalog_names, load_spec
+
+        if args.budget <= 0:
+            raise RaceError(f"--budget must be positive, got {args.budget:g}")
+        if args.models:
+            names = [m.strip() for m in args.models.split(",") if m.strip()]
+            if not names:
+                raise RaceError("--models is empty")
+        else:
+            names = [n for n in catalog_names() if load_spec(n).has_lm_head]
+        policies = [load_spec(n) for n in names]
+        rows = plan(args.budget, policies, args)
+        if args.json:
+            print(json.dumps({"budget": args.budget, "engine_profile": args.engine, "attention": args.attention,
+                              "rows": rows}, indent=2))
+        else:
+            print(render(args.budget, rows, args))
+        return 0
+
+    return run

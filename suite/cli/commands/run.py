@@ -1,0 +1,56 @@
+"""`race run CELL --out DIR [--resume] [--max-steps N]`: train a cell with the live ledger."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import command
+from ...errors import RaceError
+
+
+@command("run", help="Train a GRPO cell (TRL GRPOTrainer) and write its live ledger, adapter and report.")
+def configure(p):
+    p.add_argument("cell", metavar="CELL", nargs="?", default=None,
+                   help="cell YAML file (e.g. tasks/cells/s-sparse.yaml); optional with --resume, "
+                        "which reads DIR/cell.yaml")
+    p.add_argument("--out", "-o", metavar="DIR", default=None,
+                   help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
+                        "(default: runs/<cell name>)")
+    p.add_argument("--resume", metavar="DIR", nargs="?", const=True, default=None,
+                   help="continue the run in DIR (or in --out) from its last checkpoint; ledger lines after "
+                        "that checkpoint move to ledger.discarded.jsonl so no step is counted twice")
+    p.add_argument("--max-steps", type=int, metavar="N", default=None,
+                   help="stop after N optimizer steps in all (counting steps before a resume) even if budget "
+                        "is left")
+    p.add_argument("--threads", type=int, metavar="N", default=None,
+                   help="torch CPU threads (default: the cell's engine.torch_threads, else torch's choice)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (FLOPs spent of the budget and the phase split)")
+    return run
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    resume_dir = args.resume if isinstance(args.resume, str) else None
+    out = resume_dir or args.out
+    if args.resume and not out:
+        raise RaceError("--resume needs the run folder", "race run --resume DIR (or CELL --out DIR --resume)")
+    if not args.resume and not args.cell:
+        raise RaceError("no cell given", "race run CELL --out DIR; reference cells are in tasks/cells/")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise RaceError(f"--max-steps must be >= 1, got {args.max_steps}")
+    if not out:
+        out = str(Path("runs") / Path(args.cell).stem)
+
+    from ...train.run import run_cell
+
+    res = run_cell(args.cell, out, resume=bool(args.resume), max_steps=args.max_steps,
+                   progress=not args.no_progress, threads=args.threads)
+    f = res.flops
+    tot = sum(f.values()) or 1
+    why = "budget reached" if res.stopped_by_budget else "step cap or data end"
+    print(f"{res.out}: {res.steps} steps, {tot:.3e} FLOPs (rollout {f['rollout'] / tot:.1%}, update "
+          f"{f['update'] / tot:.1%}, reward {f['reward'] / tot:.1%}); {why}; report {res.report}",
+          file=sys.stdout)
+    return 0

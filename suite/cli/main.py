@@ -1,0 +1,67 @@
+"""The `race` command line. Each subcommand lives in suite/cli/commands/<name>.py and registers
+itself with @command; this module only discovers them and turns RaceError into one line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Callable
+
+from .. import __version__
+from ..errors import RaceError
+from ..registry import Registry
+
+
+def _discover() -> None:
+    from . import commands
+
+    for mod in pkgutil.iter_modules(commands.__path__):
+        importlib.import_module(f"{commands.__name__}.{mod.name}")
+
+
+COMMANDS: Registry[tuple[str, Callable[[argparse.ArgumentParser], Callable]]] = Registry("command", loader=_discover)
+"""name -> (help, configure(parser) -> run(args) -> exit code); filled by importing suite.cli.commands."""
+
+
+def command(name: str, help: str):
+    """Register a subcommand. The decorated function configures its parser and returns the
+    function that runs it: keeps heavy imports (torch) out of `race --help`."""
+    return COMMANDS.register(name, lambda configure: (help, configure))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="race",
+        description="RACE suite: per-phase compute accounting, reports and benchmarks for GRPO post-training.",
+    )
+    parser.add_argument("--version", action="version", version=f"race {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in sorted(COMMANDS):
+        help_, configure = COMMANDS[name]
+        p = sub.add_parser(name, help=help_, description=help_)
+        run = configure(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except RaceError as e:
+        print(f"race {args.command}: error: {e.message}", file=sys.stderr)
+        if e.hint:
+            print(f"  hint: {e.hint}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("race: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+

@@ -1,0 +1,2 @@
+"""Layer 9, pipeline: the only layer that drives training, evaluation and the site together.
+Executors (`executors`: local processes or Ray) and the main job (`quickstart`)."""

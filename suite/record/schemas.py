@@ -1,0 +1,245 @@
+"""The JSON Schemas of the files the suite writes and reads (schemas/*.schema.json): which ones
+there are, the report versions this suite reads, and their compiled Draft 2020-12 validators
+(formats checked: the jsonschema format extras are a dependency). The schema is the contract of
+a file on disk; code that checks or builds such a file takes its shape from here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable, Mapping
+
+from ..errors import RaceError
+
+REPORT = "report-v1.schema.json"
+"""Compute-allocation report v1."""
+REPORT_ID = "https://race-suite.org/schemas/report/v1.json"
+"""The `$schema` a report names."""
+REPORT_VERSION = "1.0"
+"""The report version this suite writes."""
+SUPPORTED_VERSIONS = ("1.0",)
+"""The report versions this suite reads and validates."""
+LEDGER_RECORD = "ledger-record-v1.schema.json"
+"""One line of a ledger.jsonl."""
+RACE = "race-v1.schema.json"
+"""The RACE diagnosis (race.json)."""
+RACE_VERSION = "1.0"
+"""The race.json version this suite writes."""
+CELL = "cell-v1.schema.json"
+"""A cell file (tasks/cells/*.yaml)."""
+GRID = "grid-v1.schema.json"
+"""A pilot grid file (tasks/grids/*.yaml)."""
+RUN_SPEC = "run-spec-v1.schema.json"
+"""A run spec (race report --spec)."""
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> dict:
+    """The parsed schema file schemas/NAME."""
+    from .. import paths
+
+    return json.loads((paths.schemas() / name).read_text(encoding="utf-8"))
+
+
+def inline_refs(schema: dict) -> dict:
+    """The schema with every local `#/$defs/...` reference replaced by its target (the schemas
+    are not recursive): same verdicts, about a third faster, since jsonschema resolves each
+    $ref through the referencing library on every visit."""
+    defs = schema.get("$defs", {})
+
+    def walk(node):
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+                return {**walk(defs[ref[8:]]), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        return node
+
+    return {k: walk(v) for k, v in schema.items() if k != "$defs"}
+
+
+@lru_cache(maxsize=None)
+def validator(name: str):
+    """The format-checked Draft 2020-12 validator of schemas/NAME (local $refs inlined)."""
+    from jsonschema import Draft202012Validator
+
+    schema = load(name)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(inline_refs(schema), format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def report_validator():
+    """The validator of report v1."""
+    return validator(REPORT)
+
+
+def ledger_record_validator():
+    """The validator of one ledger record."""
+    return validator(LEDGER_RECORD)
+
+
+def json_path(parts: Iterable) -> str:
+    """A JSON path like $.totals.flops.rollout or $.evaluations[0].n."""
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif isinstance(p, str) and p.isidentifier():
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p)}]"
+    return out
+
+
+def report_problems(doc: Any) -> str | None:
+    """The first (up to three) report v1 schema violations of `doc` as one line, or None."""
+    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3]) if errs else None
+
+
+def check_report(doc: Mapping[str, Any]) -> None:
+    """Raise RaceError naming the first schema violations of a report about to be written."""
+    problems = report_problems(doc)
+    if problems:
+        raise RaceError(f"the report would not match the v1 schema: {problems}",
+                        "check the run spec's evaluations and budget (docs/report.md)")
+
+
+# ---- spec files people write: one clear line for the first problem ------------------------------
+# The schemas of cells, grids and run specs word their own messages in x- keywords: x-error (a
+# template for any keyword that fails at that node: {field}, {value!r}, {key}), x-hint,
+# x-unknown / x-known (a key that is not allowed; the allowed keys), x-aliases (other accepted
+# spellings, offered as suggestions), x-required / x-required-hint.
+
+_RANK = {"additionalProperties": 0, "required": 1}
+_NOUNS = {"object": "a mapping", "array": "a list", "string": "text", "integer": "an integer", "number": "a number",
+          "boolean": "true or false", "null": "null"}
+
+
+def numbers_parsed(doc: Any, name: str) -> Any:
+    """`doc` with every text where schemas/NAME wants a number parsed as one (suite.numbers:
+    YAML reads 3e12 as text); text that is no number is left for check_spec to name."""
+    return _parse_numbers(doc, load(name))
+
+
+def _numeric(node: dict) -> str | None:
+    kinds = node.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return None if "string" in kinds else "integer" if "integer" in kinds else "number" if "number" in kinds else None
+
+
+def _parse_numbers(value: Any, node: Any) -> Any:
+    from ..numbers import parse_number
+
+    if not isinstance(node, dict):
+        return value
+    if isinstance(value, str):
+        for alt in [node, *node.get("anyOf", ())]:
+            kind = _numeric(alt)
+            if kind:
+                try:
+                    return parse_number(value, whole=kind == "integer")
+                except ValueError:
+                    return value
+        return value
+    if isinstance(value, dict):
+        alts = [node, *(a for a in node.get("anyOf", ()) if isinstance(a, dict) and "properties" in a)]
+        props = next((a["properties"] for a in alts if "properties" in a), {})
+        extra = node.get("additionalProperties")
+        return {k: _parse_numbers(v, props.get(k, extra)) for k, v in value.items()}
+    if isinstance(value, list):
+        items = next((a.get("items") for a in [node, *node.get("anyOf", ())] if isinstance(a, dict) and "items" in a), None)
+        return [_parse_numbers(v, items) for v in value]
+    return value
+
+
+def check_spec(doc: Any, name: str, where: str) -> None:
+    """Check a spec file's parsed content against schemas/NAME; RaceError with the first
+    problem as "WHERE: message" and a hint, worded by the schema. Unknown keys come first (a
+    typo explains the rest), then missing ones, then values, outermost first."""
+    errors = list(validator(name).iter_errors(doc))
+    if errors:
+        err = min(errors, key=lambda e: (_RANK.get(e.validator, 2), len(e.absolute_path), list(map(str, e.absolute_path))))
+        message, hint = _explain(err)
+        raise RaceError(f"{where}: {message}", hint or load(name).get("x-hint"))
+
+
+def _worded(err) -> bool:
+    key = {"additionalProperties": "x-unknown", "required": "x-required"}.get(err.validator, "x-error")
+    return key in err.schema
+
+
+def _explain(err) -> tuple[str, str | None]:
+    import difflib
+
+    if err.validator in ("anyOf", "oneOf") and err.context:
+        # The alternative the value's type fits, when only one does and the schema words its problem.
+        by_branch: dict = {}
+        for e in err.context:
+            by_branch.setdefault(e.schema_path[0], []).append(e)
+        fitting = [es for es in by_branch.values() if not any(e.validator == "type" and not e.relative_path for e in es)]
+        if len(fitting) == 1:
+            inner = min(fitting[0], key=lambda e: (_RANK.get(e.validator, 2), len(e.absolute_path)))
+            if _worded(inner):
+                return _explain(inner)
+    node, path = err.schema, list(err.absolute_path)
+    field = ".".join(map(str, path)) or "the file"
+    if err.validator == "additionalProperties":
+        known = list(node.get("properties", {}))
+        key = sorted(str(k) for k in err.instance if k not in node.get("properties", {}))[0]
+        close = difflib.get_close_matches(key, known + list(node.get("x-aliases", {})), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"{node.get('x-known', 'known fields')}: {', '.join(known)}"
+        return f"{node.get('x-unknown', 'unknown field')} {key!r}", hint
+    if err.validator == "required":
+        key = next(k for k in node["required"] if k not in err.instance)
+        return node.get("x-required", "required field {key!r} is missing").format(key=key), node.get("x-required-hint")
+    template = node.get("x-error")
+    if template is None:
+        kind = node.get("type")
+        template = {
+            "type": f"{{field}} must be {' or '.join(_NOUNS.get(t, t) for t in ([kind] if isinstance(kind, str) else kind or []))}, got {{value!r}}",
+            "enum": f"{{field}} must be one of {', '.join(map(str, node.get('enum', ())))}, got {{value!r}}",
+            "minimum": f"{{field}} must be >= {node.get('minimum')}, got {{value!r}}",
+            "maximum": f"{{field}} must be <= {node.get('maximum')}, got {{value!r}}",
+            "minItems": "{field} must not be empty", "minProperties": "{field} must not be empty",
+            "uniqueItems": "{field} must not repeat a value, got {value!r}",
+        }.get(err.validator, f"{{field}}: {err.message}")
+    return template.format(field=field, value=err.instance, key=path[-1] if path else ""), node.get("x-hint")
+
+
+@dataclass(frozen=True)
+class RecordShape:
+    """The shape of a ledger record as its schema gives it, for the fast record check
+    (suite.record.ledger), which must not restate it."""
+
+    keys: frozenset
+    """Every key a record may have."""
+    required: tuple[str, ...]
+    """Keys a record must have, in the schema's order."""
+    tokens: tuple[str, ...]
+    """Exactly the keys of `tokens`."""
+    flops: tuple[str, ...]
+    """Exactly the keys of `flops`."""
+    seconds: tuple[str, ...]
+    """The keys `seconds` may have."""
+    max_count: int
+    """Largest count (tokens, FLOPs, work)."""
+
+
+@lru_cache(maxsize=1)
+def record_shape() -> RecordShape:
+    """The ledger record's shape, read from schemas/ledger-record-v1.schema.json."""
+    s = load(LEDGER_RECORD)
+    props = s["properties"]
+    return RecordShape(keys=frozenset(props), required=tuple(s["required"]),
+                       tokens=tuple(props["tokens"]["required"]), flops=tuple(props["flops"]["required"]),
+                       seconds=tuple(props["seconds"]["properties"]), max_count=int(s["$defs"]["count"]["maximum"]))
+
+
+__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
+           "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
+           "report_problems", "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

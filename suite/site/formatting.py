@@ -1,0 +1,64 @@
+"""How numbers and names read on the site and in the paper tables: FLOP counts, shares, model
+sizes, score columns, and which links may be followed."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+def sci(n: float | int | None, digits: int = 3) -> str:
+    """A FLOP count in short scientific form (1.23e18); '—' for None."""
+    if n is None:
+        return "—"
+    if n == 0:
+        return "0"
+    return f"{float(n):.{digits - 1}e}".replace("e+", "e")
+
+
+def pct(x: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal."""
+    return "—" if x is None else f"{100.0 * x:.1f}%"
+
+
+def fixed(x: float | None, digits: int = 3) -> str:
+    """A number with a fixed number of decimals; '—' for None."""
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def thousands(n: int | None) -> str:
+    """An integer with thousands separators; '—' for None."""
+    return "—" if n is None else f"{n:,}"
+
+
+def size_label(params: int) -> str:
+    """Model size as people say it, from an exact parameter count: 1543714304 -> '1.5B'."""
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if params >= scale:
+            v = params / scale
+            return f"{v:.2g}{unit}" if v < 100 else f"{v:.0f}{unit}"
+    return str(params)
+
+
+def safe_href(value: Any) -> str | None:
+    """The value itself when it is an absolute http(s) URL a reader may follow, else None.
+    `javascript:`, `data:` and relative URLs are never emitted as links."""
+    if not isinstance(value, str) or len(value) > 2000:
+        return None
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return None
+    if parts.scheme.lower() in ("http", "https") and parts.netloc and value == value.strip() \
+            and not any(ord(ch) < 33 for ch in value):
+        return value
+    return None
+
+
+def score_key(target: str, metric: str) -> str:
+    """Column name of an evaluation: its target and metric."""
+    return f"{target} · {metric}"
+
+
+def all_score_keys(rows: Iterable) -> list[str]:
+    """Every evaluation target·metric present in any row, sorted."""
+    return sorted({k for r in rows for k in r.scores})

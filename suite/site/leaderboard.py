@@ -1,0 +1,412 @@
+"""Leaderboard submissions: one report v1 file per run in a folder, behind a validation gate.
+
+A submission's id is a content hash (sha256 of the report's canonical JSON, so re-indenting a
+file does not make it new); it is stored as `<id>.json`. Writes are atomic and never clobber:
+the bytes go to a private temp file in the same folder, are fsynced, and are then hard-linked to
+the final name, which fails if that name exists — two concurrent submits of the same report
+leave one file and one "duplicate" refusal, and an interrupted submit leaves nothing but a hidden
+temp file that the next build ignores.
+
+The report's ledger is stored beside it at the report's own relative `ledger.path`, so that
+`race validate leaderboard/submissions` checks every submission against its ledger exactly as
+it was checked on submit, and the site can chart it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..digest import file_sha256
+from ..errors import RaceError
+from ..record.report import read_report
+from .render import Skip
+
+ID_HEX = 16            # 64 bits of sha256: collisions are not a practical concern at leaderboard scale
+MAX_LEDGER_BYTES = 256 * 1024 * 1024  # a 100,000-step ledger is ~50 MB
+
+
+class SubmissionRefused(RaceError):
+    """A submission that did not pass the gate (error findings or a duplicate): exit 1, like
+    `race validate` with error findings."""
+
+    exit_code = 1
+
+
+def canonical_bytes(doc: Any) -> bytes:
+    """The report as canonical JSON (sorted keys, no whitespace, UTF-8): what the id hashes."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def submission_id(doc: Any) -> str:
+    """Content-hash id of a report: the first 16 hex digits of sha256 of its canonical JSON."""
+    return hashlib.sha256(canonical_bytes(doc)).hexdigest()[:ID_HEX]
+
+
+def errors_of(findings: Sequence[Any]) -> list[Any]:
+    """The findings at error level."""
+    return [f for f in findings if f.severity == "error"]
+
+
+def describe(f: Any) -> str:
+    """One line for a finding: severity, rule, JSON path, message."""
+    where = f" at {f.path}" if getattr(f, "path", "") else ""
+    return f"{f.severity} {f.rule_id}{where}: {f.message}"
+
+
+def validate(doc: Any, base_dir: Path | None, file: str = "<report>") -> list[Any]:
+    """Run the suite's validator on one report (the gate both submit and build use)."""
+    from ..validate import validate_report
+
+    return list(validate_report(doc, base_dir=base_dir, file=file))
+
+
+# ----------------------------------------------------------------------------- writing
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> bool:
+    """Create `path` with exactly `data`, atomically, never replacing an existing file.
+    Returns False (and writes nothing) when the name already exists. Safe against concurrent
+    writers: only one of them can link the final name."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)      # atomic, and fails if the name exists: no clobbering
+        except FileExistsError:
+            return False
+        _fsync_dir(path.parent)
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What `submit` stored."""
+
+    id: str
+    path: Path
+    findings: tuple = ()            #: warnings (errors refuse the submission)
+    ledger: Path | None = None      #: where the ledger was stored, if one was found beside the report
+
+
+def _find_duplicate(folder: Path, sid: str) -> str | None:
+    """A file in `folder` whose content id is `sid` (other than `<sid>.json`), if any: catches a
+    report that arrived by pull request under another name."""
+    for p in sorted(folder.glob("*.json")):
+        if p.name.startswith(".") or p.name == f"{sid}.json":
+            continue
+        try:
+            if submission_id(read_report(p, check=False).doc) == sid:
+                return p.name
+        except (RaceError, ValueError):
+            continue
+    return None
+
+
+def submit(report: Path, folder: Path) -> Submitted:
+    """Validate `report` (with its ledger, as `race validate` does) and store it in the
+    submissions `folder` as `<id>.json`, its ledger at the report's relative `ledger.path`.
+
+    Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one; a report
+    whose content is already submitted; a ledger path taken by different bytes. Unreadable input
+    raises RaceError (exit 2)."""
+    report, folder = Path(report), Path(folder)
+    if not folder.is_dir():
+        raise RaceError(f"submissions folder {folder} does not exist", "create it or pass --submissions DIR")
+    read = read_report(report, check=False, name=report.name)
+    data, doc = read.data, read.doc
+    findings = validate(doc, base_dir=report.parent)
+    errors = errors_of(findings)
+    if errors:
+        lines = "\n".join(f"  {describe(f)}" + (f"\n    hint: {f.hint}" if getattr(f, "hint", None) else "")
+                          for f in errors)
+        raise SubmissionRefused(f"{report.name} refused: {len(errors)} error finding(s)\n{lines}",
+                                f"fix them and check with `race validate {report.name}` before submitting")
+    sid = submission_id(doc)
+    other = _find_duplicate(folder, sid)
+    if other:
+        raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (same content, id {sid})",
+                                "a run is submitted once; change the report if this is a different run")
+    ledger = _store_ledger(doc, report.parent, folder)     # first: a listed report always has its ledger
+    target = folder / f"{sid}.json"
+    if not write_new(target, data):
+        raise SubmissionRefused(f"{report.name} refused: duplicate of {target.name} (same content, id {sid})",
+                                "a run is submitted once; change the report if this is a different run")
+    return Submitted(sid, target, tuple(f for f in findings if f.severity != "error"), ledger)
+
+
+def _inside(folder: Path, rel: str) -> Path | None:
+    """`folder/rel` when it stays inside `folder` (no absolute paths, no `..` escapes), else None."""
+    base = folder.resolve()
+    p = (base / rel).resolve()
+    return p if rel and p != base and p.is_relative_to(base) else None
+
+
+def _store_ledger(doc: dict, report_dir: Path, folder: Path) -> Path | None:
+    """Copy the report's ledger (already checked by the validator: it exists and its sha256
+    matches) to the same relative path inside the submissions folder."""
+    ref = doc["ledger"]
+    src, dest = _inside(report_dir, ref["path"]), _inside(folder, ref["path"])
+    if src is None or dest is None or not src.is_file():
+        raise SubmissionRefused(f"ledger path {ref['path']!r} does not stay inside the report's folder",
+                                "give ledger.path relative to the report, without '..'")
+    data = src.read_bytes()
+    if hashlib.sha256(data).hexdigest() != ref["sha256"]:      # changed since validation
+        raise SubmissionRefused(f"ledger {ref['path']} changed while submitting", "submit again")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not write_new(dest, data) and dest.read_bytes() != data:
+        raise SubmissionRefused(f"ledger path {ref['path']!r} is taken in the submissions folder by another ledger",
+                                "give the ledger a file name of its own (and ledger.path with it), then submit again")
+    return dest
+
+
+# ----------------------------------------------------------------------------- reading a folder
+
+@dataclass(frozen=True)
+class Submission:
+    """A listed submission: its id, file name, report and validation findings (no errors)."""
+
+    id: str
+    filename: str
+    doc: dict
+    findings: tuple = ()
+
+
+@dataclass
+class Folder:
+    """Everything in a submissions folder: what is listed and what was skipped."""
+
+    submissions: list[Submission] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+
+
+def validator_fingerprint() -> str:
+    """Identity of the validator's verdicts: a hash over the code and data they depend on (the
+    core modules and the accounting, record and validate layers with the model catalog, and
+    the schemas). Cached findings are reused only while it is unchanged."""
+    from .. import __version__, paths
+
+    pkg = Path(__file__).resolve().parents[1]       # suite/
+    h = hashlib.sha256(__version__.encode())
+    files = sorted([*pkg.glob("*.py"), *(f for layer in ("accounting", "record", "validate")
+                                         for f in (pkg / layer).rglob("*") if f.suffix in (".py", ".json")),
+                    *paths.schemas().glob("*.json")])
+    for f in files:
+        h.update(f.relative_to(f.parents[1]).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
+    """What a report's verdict depends on besides its own content: its ledger's bytes. `memo`
+    (path -> key) spares re-hashing a ledger several reports share within one build; a ledger
+    the validator already scanned in this build (shared_ledgers) is not read again."""
+    from ..validate.context import shared_scan
+
+    ref = doc.get("ledger")
+    path = _inside(folder, str(ref.get("path", ""))) if isinstance(ref, dict) else None
+    if path is None or not path.is_file():
+        return "no-ledger"
+    if memo is not None and str(path) in memo:
+        return memo[str(path)]
+    scanned = shared_scan(path)
+    if scanned is not None and scanned.error is None:
+        key = scanned.sha256
+    else:
+        key = file_sha256(path)
+    if memo is not None:
+        memo[str(path)] = key
+    return key
+
+
+def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = None) -> Folder:
+    """Read every `*.json` in `folder` (not recursive; hidden and temp files ignored). A file
+    that cannot be read, has error findings (when `check`) or duplicates an earlier one is
+    skipped with its reason; the rest are listed. Never raises for a bad file.
+
+    `cache` maps (content id, ledger hash) to findings from an earlier build with the same
+    validator_fingerprint(); it is read and updated in place."""
+    from ..validate import Finding
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise RaceError(f"submissions folder {folder} does not exist",
+                        "pass --submissions DIR (default leaderboard/submissions)")
+    out, seen = Folder(), {}
+    cached = {k.split(":", 1)[0] for k in cache} if cache else set()
+    hashes: dict[str, str] = {}       # ledger path -> key part, for ledgers shared by reports
+    for p in sorted(folder.iterdir()):
+        if p.name.startswith(".") or p.suffix != ".json" or not p.is_file():
+            continue
+        if p.is_symlink():          # a link could point anywhere on the builder's machine
+            out.skipped.append(Skip(p.name, "a symbolic link, not a file: submissions are plain files"))
+            continue
+        try:
+            doc = read_report(p, check=False, name=p.name).doc
+        except RaceError as e:
+            out.skipped.append(Skip(p.name, e.message.removeprefix(f"{p.name}: ")))
+            continue
+        findings: list = []
+        sid = submission_id(doc)
+        if check:
+            # Only a submission seen by an earlier build can have cached findings: hash its
+            # ledger for the key first; a new one is validated, and its key taken after.
+            key = f"{sid}:{_ledger_key(folder, doc, hashes)}" if sid in cached else None
+            if key is not None and key in cache:
+                findings = [Finding(**{**f, "file": p.name}) for f in cache[key]]
+            else:
+                try:
+                    findings = [_scrubbed(f, folder) for f in validate(doc, base_dir=folder, file=p.name)]
+                except RaceError as e:
+                    out.skipped.append(Skip(p.name, e.message))
+                    continue
+                if cache is not None:
+                    key = key or f"{sid}:{_ledger_key(folder, doc, hashes)}"
+                    cache[key] = [f.to_dict() for f in findings]
+            errors = errors_of(findings)
+            if errors:
+                shown = "; ".join(describe(f) for f in errors[:3])
+                more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
+                out.skipped.append(Skip(p.name, f"{len(errors)} error finding(s): {shown}{more}"))
+                continue
+        if sid in seen:
+            out.skipped.append(Skip(p.name, f"duplicate of {seen[sid]} (same content, id {sid})"))
+            continue
+        seen[sid] = p.name
+        out.submissions.append(Submission(sid, p.name, doc, tuple(findings)))
+    return out
+
+
+def _scrubbed(f: Any, folder: Path) -> Any:
+    """A finding with the submissions folder's absolute path cut out of its text: the site must
+    carry no local paths."""
+    import dataclasses
+
+    prefixes = sorted({str(folder.resolve()) + os.sep, str(folder.absolute()) + os.sep}, key=len, reverse=True)
+
+    def cut(text: str) -> str:
+        for p in prefixes:
+            text = text.replace(p, "")
+        return text
+
+    return dataclasses.replace(f, message=cut(f.message), hint=cut(f.hint or ""), file=cut(f.file or ""))
+
+
+def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict | None = None
+                 ) -> tuple[tuple[list[int], list[dict[str, int]]] | None, str]:
+    """Per-step FLOPs of a submission's ledger, read from the report's relative `ledger.path`
+    inside the submissions folder (never outside it) when its sha256 matches the report; else
+    None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once;
+    `scans` (from suite.validate.shared_ledgers) lends the series the validator already read
+    when every line of that ledger was a good record."""
+    ref = doc.get("ledger") or {}
+    sha = str(ref.get("sha256", ""))
+    if cache is not None and sha in cache:
+        return cache[sha]
+    path = _inside(Path(folder), str(ref.get("path", "")))
+    if path is None or not path.is_file():
+        return None, ("the ledger is not available beside the report in the submissions folder "
+                      "(`race submit` stores it there when it sits beside the report)")
+    if path.stat().st_size > MAX_LEDGER_BYTES:
+        return None, "the ledger is larger than the site's limit"
+    scanned = (scans or {}).get(path)
+    if scanned is not None and scanned.series is not None and scanned.error is None and not scanned.n_problems:
+        # No bad line: the strict reader's records are exactly the lines a plain parse keeps.
+        if scanned.sha256 != sha:
+            return None, "a ledger file was found but its sha256 does not match the report"
+        return (scanned.series if scanned.records else None), ("" if scanned.records else
+                                                               "the ledger has no complete records")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None, "a ledger file was found but its sha256 does not match the report"
+    # The bytes are the ones the validator checked (same sha256), so a plain parse is enough for
+    # a chart; lines that do not parse (a torn tail) are left out, as the ledger reader does.
+    steps, flops = [], []
+    for line in data.splitlines():
+        try:
+            rec = json.loads(line)
+            f = rec["flops"]
+            point = {"rollout": int(f["rollout"]), "update": int(f["update"]), "reward": int(f["reward"])}
+            step = int(rec["step"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        steps.append(step)
+        flops.append(point)
+    result = ((steps, flops), "") if steps else (None, "the ledger has no complete records")
+    if cache is not None:
+        cache[sha] = result
+    return result
+
+
+CACHE_FILE = ".race-validation-cache.json"   # inside the built site; findings keyed by content
+
+
+def _read_cache(path: Path, fingerprint: str) -> dict:
+    """Findings of an earlier build, when it ran the same validator; else an empty cache."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("fingerprint") == fingerprint and isinstance(data.get("findings"), dict):
+            return data["findings"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {}
+
+
+def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
+    """Build the static site in `out` from the submissions `folder`: every valid submission is
+    listed, every other file is named on the site with the reason it was skipped. Returns the
+    site builder's summary (pages, listed, skipped, main page bytes) plus the skipped files."""
+    from . import render
+
+    from ..validate.context import shared_ledgers
+
+    folder, out = Path(folder), Path(out)
+    fingerprint = validator_fingerprint() if check else ""
+    cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
+    with shared_ledgers() as scans:     # each ledger read once: validated, then charted
+        loaded = load_submissions(folder, check=check, cache=cache)
+        entries, skipped = [], list(loaded.skipped)
+        for s in loaded.submissions:
+            try:
+                row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html")
+            except (RaceError, KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
+                skipped.append(Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
+                continue
+            ledger, note = ledger_steps(folder, s.doc, scans=scans)
+            entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
+                                            ledger=ledger, ledger_note=note))
+    extra = {}
+    if cache is not None:       # only what this build saw: removed submissions drop out
+        seen = {f"{s.id}:" for s in loaded.submissions}
+        kept = {k: v for k, v in cache.items() if k[:ID_HEX + 1] in seen}
+        extra[CACHE_FILE] = json.dumps({"fingerprint": fingerprint, "findings": kept}, separators=(",", ":"))
+    summary = render.build_site(entries, out, skipped, extra_files=extra)
+    summary["skipped_files"] = [(s.name, s.reason) for s in skipped]
+    return summary

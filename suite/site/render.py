@@ -1,0 +1,364 @@
+"""The static leaderboard site: a report as a row of the site (and of the paper tables,
+suite.site.tables), the main table's columns, and the pages written with Jinja.
+
+Reporters never compute science: every number shown is read from a report v1 document (its
+`totals`, `evaluations`, ...) or from its ledger; this module only lays them out. Templates live
+in reporters/site/; chart geometry is suite.site.charts, number formats suite.site.formatting.
+
+Submissions are untrusted text. HTML is rendered by a Jinja environment with autoescape on,
+no value from a submission ever becomes markup or script, links are emitted only for http(s)
+URLs, and each page's Content-Security-Policy admits only its own inline style and script.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import secrets
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import __version__, paths
+from ..accounting import PHASES
+from ..errors import RaceError
+from ..record.report import Report
+from .charts import frontier_charts, phase_chart
+from .formatting import all_score_keys, fixed, pct, safe_href, sci, score_key, size_label, thousands
+
+# --------------------------------------------------------------------------- rows
+
+@dataclass(frozen=True)
+class Row:
+    """One report as the leaderboard and the paper tables see it: numbers read from the report."""
+
+    id: str                      #: submission id (content hash) or the report's file stem
+    page: str                    #: site-relative link to the submission page
+    run_id: str                  #: run.id
+    run_name: str                #: run.label, else run.id
+    model: str                   #: policy.name
+    params: int                  #: policy.params_total
+    size_label: str              #: params as '1.5B'
+    reward_system: str           #: reward.system
+    reward_kind: str             #: reward.kind (rule, orm, prm, judge)
+    adapter: str                 #: adapter.type (lora, full)
+    lora_rank: int | None        #: adapter.rank; None for full fine-tuning
+    group_size: int              #: grpo.group_size (K)
+    steps: int                   #: totals.steps
+    flops: dict[str, int]        #: totals.flops: rollout, update, reward, total
+    shares: dict[str, float]     #: totals.shares: rollout, update, reward
+    update_share: float          #: totals.update_share (p)
+    tokens: dict[str, int]       #: totals.tokens
+    attention: str               #: accounting.attention
+    accounting: str              #: accounting.method + version + engine profile
+    engine: str                  #: run.engine name + version
+    budget_band: str             #: declared band, else the decade of the total
+    scores: dict[str, float] = field(default_factory=dict)  #: 'target · metric' -> value
+
+    @property
+    def total_flops(self) -> int:
+        """C_total."""
+        return self.flops["total"]
+
+    @property
+    def series(self) -> str:
+        """The series a compute frontier is drawn for: never pool model sizes or reward systems."""
+        return f"{self.size_label} · {self.reward_system}"
+
+
+def band_label(report: Report) -> str:
+    """The budget band a run is filtered by: its declared IsoFLOP band, else the decade of its
+    total FLOPs (a run with no declared band still lands in exactly one band)."""
+    band = report.band
+    if band:
+        return f"{sci(band[0], 2)}–{sci(band[1], 2)}"
+    total = report.total_flops
+    if total <= 0:
+        return "0"
+    e = math.floor(math.log10(total))
+    return f"1e{e}–1e{e + 1}"
+
+
+def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
+    """Read a report v1 (a document or a suite.record.report.Report) into a Row. Raises
+    RaceError naming the field on a document that is not schema-valid: validate first."""
+    r = doc if isinstance(doc, Report) else Report(doc, id)
+    acc = r.accounting
+    return Row(
+        id=id,
+        page=page,
+        run_id=r.run_id,
+        run_name=r.label or r.run_id,
+        model=r.model,
+        params=r.params_total,
+        size_label=size_label(r.params_total),
+        reward_system=r.reward_system,
+        reward_kind=r.reward_kind,
+        adapter=r.adapter_type,
+        lora_rank=r.lora_rank,
+        group_size=r.group_size,
+        steps=r.steps,
+        flops=r.flops,
+        shares=r.shares,
+        update_share=r.update_share,
+        tokens=r.tokens,
+        attention=acc["attention"],
+        accounting=f"{acc['method']} {acc['version']} ({acc['engine_profile']})",
+        engine=r.engine,
+        budget_band=band_label(r),
+        scores={score_key(t, m): v for (t, m), v in r.scores().items()},
+    )
+
+
+# --------------------------------------------------------------------------- columns
+
+@dataclass(frozen=True)
+class Cell:
+    """What a table cell shows (text), how it sorts (sort: a number or text, '' = missing) and
+    an optional tooltip."""
+
+    text: str
+    sort: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Column:
+    """A main-table column: a stable key, a header label and how to read a cell from a row."""
+
+    key: str
+    label: str
+    cell: Callable[[Row], Cell]
+    numeric: bool = False
+    title: str = ""
+
+
+def _num(v: float | int | None, text: Callable[[Any], str], title: str = "") -> Cell:
+    return Cell("—", "") if v is None else Cell(text(v), repr(v), title)
+
+
+def _flops_cell(v: int) -> Cell:
+    return Cell(sci(v), str(v), f"{v:,} FLOPs")
+
+
+def columns(score_keys: Sequence[str]) -> list[Column]:
+    """The main table's columns, in order; one per evaluation target after the fixed ones."""
+    cols = [
+        Column("run", "run", lambda r: Cell(r.run_name, r.run_name)),
+        Column("model", "model", lambda r: Cell(r.model, r.model)),
+        Column("size", "model size", lambda r: Cell(r.size_label, str(r.params), f"{r.params:,} parameters"),
+               numeric=True),
+        Column("reward", "reward system", lambda r: Cell(r.reward_system, r.reward_system, r.reward_kind)),
+        Column("rank", "LoRA rank", lambda r: Cell("full", "1e99", "full fine-tuning") if r.lora_rank is None
+               else Cell(str(r.lora_rank), str(r.lora_rank)), numeric=True),
+        Column("k", "K", lambda r: Cell(str(r.group_size), str(r.group_size)), numeric=True,
+               title="completions per prompt (GRPO group size)"),
+        Column("total", "total FLOPs", lambda r: _flops_cell(r.flops["total"]), numeric=True),
+    ]
+    for ph in PHASES:
+        cols.append(Column(ph, f"{ph} FLOPs", lambda r, ph=ph: _flops_cell(r.flops[ph]), numeric=True))
+        cols.append(Column(f"{ph}_share", f"{ph} share", lambda r, ph=ph: _num(r.shares[ph], pct), numeric=True))
+    cols.append(Column("p", "update share p", lambda r: _num(r.update_share, lambda v: fixed(v, 3)),
+                       numeric=True, title="p = C_update / C_total"))
+    for key in score_keys:
+        cols.append(Column(f"score:{key}", key, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
+                           numeric=True))
+    return cols
+
+
+# --------------------------------------------------------------------------- Jinja
+
+def _csp_hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+@lru_cache(maxsize=None)
+def site_env(template_dir: str | None = None):
+    """The Jinja environment of the site: autoescape ON for every template, undefined names are
+    errors, and the formatting filters above."""
+    import jinja2
+
+    folder = template_dir or str(paths.reporters() / "site")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        autoescape=True,                     # every template, whatever its name: all output is HTML
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href)
+    return env
+
+
+@lru_cache(maxsize=None)
+def _static(template_dir: str | None = None):
+    """The site's own stylesheet and script, inlined verbatim (they are ours, not submission
+    data: marked safe so autoescape leaves them byte-identical to what the CSP hash covers)."""
+    from markupsafe import Markup
+
+    folder = Path(template_dir or paths.reporters() / "site")
+    css = (folder / "site.css").read_text(encoding="utf-8")
+    js = (folder / "site.js").read_text(encoding="utf-8")
+    if "</style" in css.lower() or "</script" in js.lower():
+        raise RaceError("reporters/site: site.css or site.js closes its own element", "remove the closing tag")
+    return Markup(css), Markup(js)
+
+
+# --------------------------------------------------------------------------- site
+
+@dataclass(frozen=True)
+class SiteEntry:
+    """A listed submission as the site builder needs it."""
+
+    row: Row
+    doc: dict                       #: the report v1 document
+    filename: str                   #: its file name in the submissions folder (no folders)
+    findings: tuple = ()            #: validation findings (suite.validate.Finding), none = clean
+    ledger: tuple[list[int], list[dict[str, int]]] | None = None  #: steps and per-step FLOPs
+    ledger_note: str = ""           #: why there is no ledger chart
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A file of the submissions folder that was not listed, and why (shown on the site)."""
+
+    name: str
+    reason: str
+
+
+NAV = (("index.html", "by total FLOPs"), ("allocation.html", "by allocation"), ("frontier.html", "frontier"))
+
+
+SITE_MARKER = ".race-site"   # marks a folder as a built site: only such a folder is ever replaced
+
+
+def _write(path: Path, text: str) -> None:
+    # Pages go into a fresh staging folder (see build_site), so plain writes are enough here.
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Replace `out` with the finished `staging` folder: readers see the old site or the new one,
+    never a half-built one. Refuses to replace a folder that is not a built site."""
+    import shutil
+
+    if out.exists():
+        if not out.is_dir() or (any(out.iterdir()) and not (out / SITE_MARKER).is_file()):
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RaceError(f"{out} exists and is not a site built by race",
+                            "choose an empty or new folder for --out")
+        old = out.with_name(f".{out.name}.old-{os.getpid()}-{secrets.token_hex(3)}")
+        try:
+            os.rename(out, old)
+            os.rename(staging, out)
+        except OSError:             # a concurrent build moved or recreated `out` meanwhile
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)
+            raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        try:
+            os.rename(staging, out)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise RaceError(f"another build created {out} at the same time", "run the build again") from None
+
+
+def settings_rows(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """A report section flattened to (dotted key, leaf value) pairs, for the settings tables."""
+    if isinstance(value, dict) and value:
+        return [kv for k, v in value.items() for kv in settings_rows(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(value, list) and value and any(isinstance(v, (dict, list)) for v in value):
+        return [kv for i, v in enumerate(value) for kv in settings_rows(v, f"{prefix}[{i}]")]
+    return [(prefix, value)]
+
+
+def leaf_text(v: Any) -> str:
+    """How a settings leaf reads: JSON literals for booleans and null, thousands separators for
+    integers, lists joined by commas."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, list):
+        return ", ".join(leaf_text(x) for x in v) if v else "[]"
+    if isinstance(v, dict):
+        return "{}"
+    return str(v)
+
+
+def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] = (),
+               template_dir: str | None = None, extra_files: dict[str, str] | None = None) -> dict[str, Any]:
+    """Write the static site into `out`: index.html (sorted by total FLOPs), allocation.html
+    (sorted by update share p), frontier.html and s/<id>.html per submission. Pages use only
+    relative links and carry no local paths. Returns a summary: pages written and the main page's
+    size in bytes."""
+    env = site_env(template_dir)
+    css, js = _static(template_dir)
+    final = Path(out)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    out = final.with_name(f".{final.name}.building-{os.getpid()}-{secrets.token_hex(3)}")
+    (out / "s").mkdir(parents=True)
+    (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
+    for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
+        _write(out / name, text)
+    rows = [e.row for e in entries]
+    cols = columns(all_score_keys(rows))
+    col_index = {c.key: i for i, c in enumerate(cols)}
+    common = {"version": __version__, "css": css, "nav": NAV, "n_submissions": len(entries),
+              "csp": {"style": _csp_hash(css), "script": _csp_hash(js)}}
+    size_order = sorted({(r.params, r.size_label) for r in rows})
+    filters = [
+        {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
+        {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
+        {"name": "band", "label": "budget band",
+         "options": sorted({r.budget_band for r in rows}, key=_band_order)},
+    ]
+    views = {
+        "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
+                       sorted(rows, key=lambda r: (-r.total_flops, r.run_name))),
+        "allocation.html": ("by allocation", "Sorted by allocation: update share p, largest first; "
+                            "ties by total FLOPs.", "p",
+                            sorted(rows, key=lambda r: (-r.update_share, -r.total_flops, r.run_name))),
+    }
+    sizes = {}
+    for name, (label, note, sort_key, ordered) in views.items():
+        html = env.get_template("index.html.j2").render(
+            **common, js=js, root="", current=name, view_label=label, view_note=note, rows=ordered,
+            columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
+            skipped=list(skipped))
+        _write(out / name, html)
+        sizes[name] = len(html.encode("utf-8"))
+    _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
+        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+    page = env.get_template("submission.html.j2")
+    for e in entries:
+        chart = phase_chart(*e.ledger) if e.ledger else None
+        totals = e.doc["totals"]
+        phases = [{"name": ph, "flops": totals["flops"][ph], "share": totals["shares"][ph],
+                   "tokens": (totals["tokens"]["rollout_prompt"] + totals["tokens"]["rollout_completion"])
+                   if ph == "rollout" else totals["tokens"][ph]} for ph in PHASES]
+        sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
+                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger")
+                    if k in e.doc]
+        _write(out / e.row.page, page.render(
+            **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
+            findings=list(e.findings), chart=chart, ledger_name=e.doc["ledger"]["path"],
+            ledger_note=e.ledger_note, sections=sections))
+    _swap_in(out, final)
+    return {"pages": 3 + len(entries), "listed": len(entries), "skipped": len(skipped),
+            "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}
+
+
+def _band_order(label: str) -> tuple[float, str]:
+    try:
+        return float(label.split("–")[0]), label
+    except ValueError:
+        return math.inf, label
+
+

@@ -1,0 +1,261 @@
+"""Run a cell: TRL's GRPOTrainer on the cell's policy, data and reward, with the live ledger.
+
+    from suite.train.cell import load_cell
+    from suite.train.run import run_cell
+    result = run_cell(load_cell("tasks/cells/s-sparse.yaml"), "runs/s-sparse")
+
+Writes DIR/cell.yaml (the resolved cell), DIR/ledger.jsonl (one line per optimizer step,
+flushed as it goes), DIR/checkpoints/ (resumable trainer state), DIR/adapter/ (the trained
+LoRA, or the full model for rank 0) and DIR/report.json. CPU by default; CUDA and bf16 when a
+GPU is present; `engine.use_vllm` is passed through to TRL for GPU users.
+
+Crash safety: the ledger line of a step is on disk before that step's checkpoint, so after a
+kill -9 the ledger is valid up to the last finished step; resume=True restarts from the last
+checkpoint and moves any ledger lines after it to ledger.discarded.jsonl (they are re-run), so
+no step is counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cell import CellSpec, dump_cell, load_cell
+from ..errors import RaceError
+
+CELL_FILE = "cell.yaml"
+CHECKPOINTS = "checkpoints"
+ADAPTER = "adapter"
+REPORT = "report.json"
+UNLIMITED_STEPS = 10**9  # the budget, not a step count, ends a cell
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a finished (or budget-stopped) cell produced."""
+
+    out: Path
+    """The run folder."""
+    steps: int
+    """Optimizer steps in the ledger."""
+    flops: dict
+    """FLOPs per phase (rollout, update, reward) over the ledger."""
+    stopped_by_budget: bool
+    """True when the run ended because the next step could cross the budget."""
+    report: Path | None
+    """DIR/report.json."""
+
+
+# ---- data ---------------------------------------------------------------------------------------
+
+
+def load_rows(path: str | os.PathLike) -> list[dict]:
+    """Problems of a JSON Lines file: each needs `question` and `answer` (`solution` optional)."""
+    rows = []
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise RaceError(f"cannot read dataset {p}: {e.strerror or e}", "check the cell's dataset path") from None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RaceError(f"dataset {p} line {i}: not JSON ({e.msg})") from None
+        if not isinstance(r, dict) or "question" not in r or "answer" not in r:
+            raise RaceError(f"dataset {p} line {i}: a problem needs `question` and `answer` fields")
+        rows.append({"question": str(r["question"]), "answer": str(r["answer"]),
+                     "solution": str(r.get("solution") or "")})
+    if not rows:
+        raise RaceError(f"dataset {p} has no problems")
+    return rows
+
+
+def prompt_messages(question: str) -> list[dict]:
+    """The policy prompt of a problem: one user turn (TRL applies the chat template)."""
+    return [{"role": "user", "content": question}]
+
+
+def longest_prompt(tokenizer, rows: list[dict]) -> int:
+    """Tokens of the dataset's longest prompt after the chat template (the budget bound)."""
+    enc = tokenizer.apply_chat_template([prompt_messages(r["question"]) for r in rows], add_generation_prompt=True,
+                                        tokenize=True, return_dict=True)
+    return max(len(x) for x in enc["input_ids"])
+
+
+# ---- the run ------------------------------------------------------------------------------------
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The newest complete checkpoint folder under DIR/checkpoints, or None."""
+    d = out / CHECKPOINTS
+    if not d.is_dir():
+        return None
+    found = []
+    for c in d.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", c.name)
+        if m and (c / "trainer_state.json").is_file():  # written last: the checkpoint is complete
+            found.append((int(m.group(1)), c))
+    return max(found)[1] if found else None
+
+
+def _device(cell: CellSpec) -> str:
+    import torch
+
+    want = cell.engine.get("device")
+    if want == "cuda" and not torch.cuda.is_available():
+        raise RaceError(f"cell {cell.name} asks for device cuda but no GPU is visible", "remove engine.device")
+    return want or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def run_spec_of(cell: CellSpec, engine_profile: str, reward) -> dict:
+    """The report's run spec for a cell."""
+    from dataclasses import asdict
+
+    ad = asdict(cell.adapter())
+    ad["type"] = ad.pop("kind")
+    model = getattr(reward, "model_path", None)
+    return {"policy": cell.policy, "adapter": ad, "grpo": cell.settings().to_dict(),
+            "reward": {"system": cell.reward.system, "kind": "prm" if model else "rule", "model": model},
+            "accounting": {"engine_profile": engine_profile, "attention": cell.attention},
+            "budget": {"flops": cell.budget_flops}, "label": cell.label, "seed": cell.seed, "id": cell.name}
+
+
+def prepare(cell: CellSpec) -> dict:
+    """Everything a run needs that is cheap to check before any model loads: specs, reward,
+    data, and the budget's first-step check. Raises RaceError on bad input."""
+    from transformers import AutoTokenizer
+
+    from ..accounting import step_cost_bound
+    from ..accounting.modelspec import load_spec
+    from .rewards import get_reward_system
+
+    policy = load_spec(cell.policy)
+    reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))
+    reward_model = load_spec(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
+    tokenizer = AutoTokenizer.from_pretrained(cell.tokenizer or cell.policy)
+    rows = load_rows(cell.dataset)
+    longest = longest_prompt(tokenizer, rows)
+    device = _device(cell)
+    engine = "trl" if device == "cuda" else "trl-cpu"
+    settings, adapter = cell.settings(), cell.adapter()
+    first = step_cost_bound(policy, adapter, settings, max_prompt_tokens=longest, engine=engine,
+                            attention=cell.attention, reward_model=reward_model)
+    if first > cell.budget_flops:
+        raise RaceError(f"cell {cell.name}: budget {cell.budget_flops:.3e} FLOPs cannot buy one step; "
+                        f"one step costs up to {first:.3e} FLOPs",
+                        f"raise budget_flops to at least {first:.3e}, or shrink K, prompts_per_step or "
+                        f"max_completion_tokens")
+    return {"policy": policy, "reward": reward, "reward_model": reward_model, "tokenizer": tokenizer,
+            "rows": rows, "longest_prompt": longest, "device": device, "engine": engine,
+            "first_step_bound": first}
+
+
+def grpo_config(cell: CellSpec, out: Path, device: str, max_steps: int):
+    """TRL GRPOConfig of a cell."""
+    from trl import GRPOConfig
+
+    cuda = device == "cuda"
+    eng = cell.engine
+    kw = dict(output_dir=str(out / CHECKPOINTS), use_cpu=not cuda, bf16=bool(eng.get("bf16", cuda)),
+              per_device_train_batch_size=cell.micro_batch,
+              gradient_accumulation_steps=cell.gradient_accumulation_steps,
+              num_generations=cell.group_size, max_completion_length=cell.max_completion_tokens,
+              num_iterations=cell.num_iterations, beta=cell.beta, learning_rate=cell.learning_rate,
+              temperature=cell.temperature, seed=cell.seed, data_seed=cell.seed,
+              lr_scheduler_type=eng.get("lr_scheduler", "constant"),
+              gradient_checkpointing=cell.gradient_checkpointing, max_steps=max_steps,
+              logging_steps=1, report_to=[], disable_tqdm=True,
+              save_strategy="steps", save_steps=int(eng.get("checkpoint_every", 1)), save_total_limit=2,
+              use_vllm=bool(eng.get("use_vllm", False)))
+    if "loss_type" in eng:
+        kw["loss_type"] = eng["loss_type"]
+    if "max_grad_norm" in eng:
+        kw["max_grad_norm"] = float(eng["max_grad_norm"])
+    if "vllm_mode" in eng:
+        kw["vllm_mode"] = eng["vllm_mode"]
+    return GRPOConfig(**kw)
+
+
+def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = False, max_steps: int | None = None,
+                  progress: bool = True, prep: dict | None = None):
+    """(trainer, ledger, prep): a GRPOTrainer for the cell with a RaceLedger attached, ready
+    to train into `out` (which must exist). Used by run_cell; tests wrap its train()."""
+    import warnings
+
+    import torch
+
+    # transformers 5 renames gradient checkpointing every step; TRL still calls the old names.
+    warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*", category=FutureWarning)
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, PrinterCallback
+    from trl import GRPOTrainer
+
+    from .trl_callback import RaceLedger
+
+    out = Path(out)
+    prep = prep or prepare(cell)
+    device = prep["device"]
+    dtype = torch.bfloat16 if device == "cuda" and cell.engine.get("bf16", True) else torch.float32
+    attn = cell.engine.get("attn_implementation") or ("eager" if device == "cpu" else "sdpa")
+    model = AutoModelForCausalLM.from_pretrained(cell.policy, dtype=dtype, attn_implementation=attn)
+    peft_config = None
+    if cell.lora_rank:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=cell.lora_rank, lora_alpha=cell.adapter().alpha,
+                                 target_modules=list(cell.lora_targets), lora_dropout=0.0, task_type="CAUSAL_LM")
+    data = Dataset.from_list([{"prompt": prompt_messages(r["question"]), **r} for r in prep["rows"]])
+    steps_cap = max_steps or cell.max_steps or UNLIMITED_STEPS
+    trainer = GRPOTrainer(model=model, reward_funcs=[prep["reward"]], args=grpo_config(cell, out, device, steps_cap),
+                          train_dataset=data, processing_class=prep["tokenizer"], peft_config=peft_config)
+    trainer.remove_callback(PrinterCallback)  # the ledger's bar replaces per-step log dicts
+    # Resuming without a checkpoint (killed before the first one) starts at step 0: the
+    # callback then moves every ledger line to ledger.discarded.jsonl.
+    ledger = RaceLedger(out, budget_flops=cell.budget_flops, max_prompt_tokens=prep["longest_prompt"],
+                        attention=cell.attention, engine=prep["engine"], policy=prep["policy"],
+                        adapter=cell.adapter(), settings=cell.settings(), reward_model=prep["reward_model"],
+                        resume=resume, progress=progress,
+                        run_spec=run_spec_of(cell, prep["engine"], prep["reward"])).attach(trainer)
+    return trainer, ledger, prep
+
+
+def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resume: bool = False,
+             max_steps: int | None = None, progress: bool = True, threads: int | None = None) -> RunResult:
+    """Train a cell into `out` until its budget (or max_steps) is spent; see the module doc."""
+    out = Path(out)
+    if resume:
+        saved = out / CELL_FILE
+        if not saved.is_file():
+            raise RaceError(f"{out} holds no run to resume ({CELL_FILE} missing)", "start it without --resume")
+        cell = load_cell(saved)  # the cell as it ran, not a possibly edited copy
+    elif not isinstance(cell, CellSpec):
+        cell = load_cell(cell)
+    if not resume and (out / "ledger.jsonl").exists():
+        raise RaceError(f"{out} already holds a run", "resume it with --resume, or choose a new --out folder")
+    n = threads or cell.engine.get("torch_threads")
+    if n:
+        import torch
+
+        torch.set_num_threads(int(n))
+    prep = prepare(cell)  # bad input fails here, before the run folder is touched
+    out.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        dump_cell(cell, out / CELL_FILE)
+    ckpt = last_checkpoint(out) if resume else None
+    trainer, ledger, prep = build_trainer(cell, out, resume=resume, max_steps=max_steps, progress=progress,
+                                         prep=prep)
+    try:
+        trainer.train(resume_from_checkpoint=str(ckpt) if ckpt else None)
+    finally:
+        ledger.close()
+    trainer.model.save_pretrained(out / ADAPTER)
+    prep["tokenizer"].save_pretrained(out / ADAPTER)
+    report = ledger.write_report()
+    return RunResult(out=out, steps=ledger.steps, flops=dict(ledger.spent),
+                     stopped_by_budget=ledger.stopped_by_budget, report=report)

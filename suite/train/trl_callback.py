@@ -1,0 +1,453 @@
+"""The public TRL integration: a live per-step FLOP ledger for your own GRPOTrainer.
+
+    from suite.train.trl_callback import RaceLedger
+    trainer = GRPOTrainer(model=..., reward_funcs=[my_reward], args=GRPOConfig(...), ...)
+    ledger = RaceLedger("runs/my-run", budget_flops=3e15).attach(trainer)
+    trainer.train()
+    ledger.write_report()            # runs/my-run/report.json (needs the report module)
+
+`attach` adds the callback and wraps the trainer's Python reward functions in place, so every
+generation is seen with its EXACT completion token ids (TRL hands them to reward functions) and
+its prompts (tokenized exactly as TRL does; the token total is checked against TRL's own
+`num_input_tokens_seen`). Each optimizer step becomes one ledger line, flushed and fsynced at
+`on_step_end`, built by `suite.accounting.work_from_lengths` from those lengths and the
+trainer's settings (K, mu, beta, gradient checkpointing, accumulation, padding) under the
+engine profile of the device (`trl` on CUDA, `trl-cpu` elsewhere): every pass TRL runs is
+counted -- generation, old-policy log-probs, reference forward, training forward and backward,
+checkpoint recompute -- and model rewards are charged from the tokens they scored.
+
+Budget stop: after each step the callback predicts an UPPER BOUND of the next step's cost
+(every completion at max_completion_length, every prompt as long as `max_prompt_tokens` or the
+longest seen so far, model rewards over twice prompt + completion) and stops training if that
+bound would cross the budget. So a run never exceeds its budget when `max_prompt_tokens` is
+given (race run passes the dataset's longest prompt); the price is at most one step left unbought.
+
+Timing: rollout seconds run from the step's start to the first reward call (they include the
+old-policy and reference forwards, which TRL runs before scoring); reward seconds are the reward
+calls; update seconds the rest of the step.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from transformers import TrainerCallback
+
+from ..accounting import step_cost_bound  # noqa: F401  (public here too: the budget stop's bound)
+from ..atomic import write_jsonl_atomic
+from ..errors import RaceError
+
+log = logging.getLogger(__name__)
+
+LEDGER_FILE = "ledger.jsonl"
+DISCARDED_FILE = "ledger.discarded.jsonl"
+
+
+# ---- what the trainer is doing ----------------------------------------------------------------
+
+
+def policy_spec_of(model):
+    """ModelSpec of a (possibly PEFT-wrapped) transformers model, from its config."""
+    from ..accounting.modelspec import spec_from_config
+
+    cfg = model.config.to_dict()
+    name = getattr(model.config, "_name_or_path", "") or cfg.get("model_type", "policy")
+    return spec_from_config(cfg, Path(str(name)).name or "policy", where=str(name) or None)
+
+
+def adapter_of(model, spec=None):
+    """accounting.Adapter of the model the trainer trains: its PEFT LoRA (what PEFT really
+    adapted, read off the modules: target_modules may be a list, a regex or "all-linear"; MoE
+    expert stacks are target_parameters), or full fine-tuning."""
+    from ..accounting.adapters import adapter_from_peft
+    from ..accounting.reference import adapted_units
+
+    peft_cfg = getattr(model, "peft_config", None)
+    if not peft_cfg:
+        return adapter_from_peft(None)
+    cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
+    return adapter_from_peft(cfg, units=adapted_units(model), spec=spec or policy_spec_of(model))
+
+
+def settings_of(args):
+    """accounting.GRPOSettings from a TRL GRPOConfig (after its __post_init__)."""
+    from ..accounting import GRPOSettings
+
+    k = int(args.num_generations)
+    gen_batch = int(args.generation_batch_size or args.per_device_train_batch_size * args.steps_per_generation)
+    if gen_batch % k:
+        raise RaceError(f"generation batch {gen_batch} is not a multiple of num_generations={k}")
+    pad = args.pad_to_multiple_of if isinstance(args.pad_to_multiple_of, int) else None
+    return GRPOSettings(group_size=k, prompts_per_step=gen_batch // k, num_iterations=int(args.num_iterations),
+                        beta=float(args.beta), max_completion_tokens=int(args.max_completion_length),
+                        gradient_checkpointing=bool(args.gradient_checkpointing),
+                        gradient_accumulation_steps=int(args.gradient_accumulation_steps),
+                        steps_per_generation=int(args.steps_per_generation) if args.steps_per_generation else None,
+                        pad_to_multiple_of=pad)
+
+
+def engine_of(model, args) -> str:
+    """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
+    server or colocate), `trl` where TRL's fused LM head runs its Triton path (CUDA/XPU),
+    `trl-cpu` elsewhere."""
+    from transformers.utils import is_triton_available
+
+    if getattr(args, "use_vllm", False):
+        return "trl-vllm"
+    dev = next(model.parameters()).device.type
+    return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
+
+
+# ---- the callback -------------------------------------------------------------------------------
+
+
+class RaceLedger(TrainerCallback):
+    """A TrainerCallback that writes one ledger line per optimizer step of a TRL GRPOTrainer,
+    plus a reward-function wrapper that observes each generation. See the module docstring.
+
+    out_dir: folder for ledger.jsonl (and report.json).
+    budget_flops: stop before the step whose cost bound would cross it (None: no stop).
+    max_prompt_tokens: longest prompt of the dataset, for the conservative bound.
+    attention: FLOP convention, 'causal' (default) or 'full' (what eager attention computes).
+    engine: accounting profile; None picks it from the device.
+    policy / adapter / settings / reward_model: override what is read from the trainer.
+    resume: continue an existing ledger; records after the checkpoint's step move to
+        ledger.discarded.jsonl so no step is counted twice.
+    progress: show a tqdm bar of FLOPs spent of the budget and the phase split.
+    run_spec: suite.record.runspec.RunSpec (or mapping) for write_report().
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, *, budget_flops: float | None = None,
+                 max_prompt_tokens: int | None = None, attention: str = "causal", engine: str | None = None,
+                 policy=None, adapter=None, settings=None, reward_model=None, resume: bool = False,
+                 progress: bool = False, run_spec=None, fsync: bool = True):
+        self.out_dir = Path(out_dir)
+        self.budget = None if budget_flops is None else int(float(budget_flops))
+        self.max_prompt_tokens = max_prompt_tokens
+        self.attention = attention
+        self.engine = engine
+        self.policy, self.adapter, self.settings, self.reward_model = policy, adapter, settings, reward_model
+        self.resume, self.progress, self.run_spec, self.fsync = resume, progress, run_spec, fsync
+        self.spent = {"rollout": 0, "update": 0, "reward": 0}
+        self.steps = 0
+        self.stopped_by_budget = False
+        self.next_step_bound: int | None = None
+        self.overhead_seconds = 0.0  # wall time spent in the ledger's own code (benchmarks)
+        self.step_overheads: list[tuple[float, float]] = []  # (ledger seconds, step seconds) per step
+        self._step_overhead = 0.0
+        self._t_step_begin_done = 0.0
+        self._writer = None
+        self._bar = None
+        self._tokenizer = None
+        self._chat_kwargs: dict = {}
+        self._prompt_cache: dict[str, int] = {}  # prompt -> tokens (prompts repeat K times)
+        self._in_step = False
+        self._gen: dict | None = None  # observation of this step's generation
+        self._last_gen: dict | None = None  # lengths of the generation batch being reused (mu > 1)
+        self._tokens_seen = None
+        self._t_step = 0.0
+        self._longest_prompt = 0
+        self._longest_reward = 0
+        self._warned = set()
+        self._policy_ref: str | None = None  # loadable policy config (folder) for the report
+        self._reward_ref: dict = {"system": "custom"}
+
+    @property
+    def ledger_path(self) -> Path:
+        """DIR/ledger.jsonl."""
+        return self.out_dir / LEDGER_FILE
+
+    @property
+    def total_flops(self) -> int:
+        """FLOPs recorded so far (all phases)."""
+        return sum(self.spent.values())
+
+    # ---- public wiring ------------------------------------------------------------------------
+
+    def attach(self, trainer) -> "RaceLedger":
+        """Add this callback to `trainer` and wrap its Python reward functions in place."""
+        funcs = trainer.reward_funcs
+        if not any(callable(f) and not _is_module(f) for f in funcs):
+            raise RaceError("RaceLedger needs at least one Python reward function to observe completions",
+                            "TRL hands completion token ids only to callables, not to reward nn.Modules")
+        for i, f in enumerate(funcs):
+            if not _is_module(f) and not getattr(f, "_race_wrapped", False):
+                funcs[i] = self.wrap(f)
+        trainer.add_callback(self)
+        return self
+
+    def wrap(self, func: Callable) -> Callable:
+        """A TRL reward function that calls `func` and lets the ledger observe the generation
+        (prompts, exact completion ids, seconds, reward-model tokens). Pass the result in
+        GRPOTrainer(reward_funcs=...) if you do not use attach()."""
+
+        def wrapped(prompts, completions, completion_ids=None, **kwargs):
+            t0 = time.perf_counter()
+            out = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+            t1 = time.perf_counter()
+            self._observe(func, prompts, completion_ids, kwargs.get("trainer_state"), out, t0, t1 - t0)
+            self._step_overhead += time.perf_counter() - t1
+            return out
+
+        wrapped.__name__ = getattr(func, "__name__", type(func).__name__)  # TRL logs rewards by name
+        wrapped.__doc__ = getattr(func, "__doc__", None)
+        wrapped.__wrapped__ = func
+        wrapped._race_wrapped = True
+        path = getattr(func, "model_path", None)
+        if getattr(func, "kind", "rule") != "rule" and path:
+            self._reward_ref = {"system": wrapped.__name__, "kind": "prm", "model": str(path)}
+            if self.reward_model is None:
+                from ..accounting.modelspec import load_spec
+
+                self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
+        elif self._reward_ref.get("system") == "custom":
+            self._reward_ref = {"system": wrapped.__name__}
+        return wrapped
+
+    # ---- observing a generation ---------------------------------------------------------------
+
+    def _observe(self, func, prompts, completion_ids, state, rewards, t0, seconds) -> None:
+        if not self._in_step:  # evaluation generations are not training compute
+            return
+        if completion_ids is None:
+            raise RaceError("the reward wrapper got no completion_ids", "use TRL >= 1.0's GRPOTrainer")
+        g = self._gen
+        if g is None:
+            completions = [len(c) for c in completion_ids]
+            prompt_lens = self._prompt_lengths(prompts)
+            self._check_tokens(state, sum(prompt_lens) + sum(completions))
+            g = self._gen = {"prompts": prompt_lens, "completions": completions, "reward_lengths": None,
+                             "t_reward": t0, "reward_seconds": 0.0, "rewards": []}
+        g["reward_seconds"] += seconds
+        kind = getattr(func, "kind", "rule")
+        if kind != "rule":
+            lengths = list(getattr(func, "last_scored_lengths", None) or [])
+            if len(lengths) != len(completion_ids):
+                raise RaceError(f"model reward {getattr(func, '__name__', func)!r} did not report the tokens it scored",
+                                "a model reward must set last_scored_lengths (one entry per completion)")
+            # A completion the model did not score (0 tokens) costs nothing; several model
+            # rewards add their sequences (one reward-model spec is charged).
+            g["reward_lengths"] = (g["reward_lengths"] or []) + [n for n in lengths if n > 0]
+        vals = [float(r) for r in rewards if r is not None]
+        if vals:
+            g["rewards"].append(sum(vals) / len(vals))
+
+    def _prompt_lengths(self, prompts) -> list[int]:
+        """Prompt token ids exactly as GRPOTrainer._tokenize_prompts builds them (text models)."""
+        tok = self._tokenizer
+        if tok is None:
+            raise RaceError("RaceLedger saw a generation before training began", "add the callback to the trainer")
+        # Each prompt comes K times and recurs across epochs: tokenize each distinct one once.
+        keys = [p if isinstance(p, str) else json.dumps(p, sort_keys=True, default=str) for p in prompts]
+        todo = {k: p for k, p in zip(keys, prompts) if k not in self._prompt_cache}
+        if todo:
+            new = list(todo.values())
+            if not isinstance(new[0], str):
+                ids = tok.apply_chat_template(conversation=new, add_generation_prompt=True, tokenize=True,
+                                              return_dict=True, **self._chat_kwargs)["input_ids"]
+            else:
+                ids = tok(text=new)["input_ids"]
+            if len(self._prompt_cache) > 100_000:
+                self._prompt_cache.clear()
+            self._prompt_cache.update(zip(todo, (len(x) for x in ids)))
+        return [self._prompt_cache[k] for k in keys]
+
+    def _check_tokens(self, state, total: int) -> None:
+        """TRL adds prompt + completion tokens of each generation to num_input_tokens_seen:
+        the ledger's own count must agree, or it is not exact."""
+        seen = getattr(state, "num_input_tokens_seen", None)
+        if seen is None or self._tokens_seen is None:
+            self._tokens_seen = seen
+            return
+        delta, self._tokens_seen = seen - self._tokens_seen, seen
+        if delta != total and "tokens" not in self._warned:
+            self._warned.add("tokens")
+            log.warning("race: TRL counted %d prompt+completion tokens in this generation, the ledger %d; "
+                        "prompt tokenization differs from the trainer's", delta, total)
+
+    # ---- TrainerCallback events ---------------------------------------------------------------
+
+    def on_train_begin(self, args, state, control, model=None, processing_class=None, **kwargs):
+        """Read the trainer's settings, open (or resume) the ledger, check the budget."""
+        from ..record.ledger import LedgerWriter
+
+        self._tokenizer = processing_class
+        self._chat_kwargs = dict(getattr(args, "chat_template_kwargs", None) or {})
+        ref = str(getattr(model.config, "_name_or_path", "") or "")
+        self._policy_ref = ref if ref and Path(ref).is_dir() else None
+        self.policy = self.policy or policy_spec_of(model)
+        self.adapter = self.adapter or adapter_of(model, self.policy)
+        self.settings = self.settings or settings_of(args)
+        self.engine = self.engine or engine_of(model, args)
+        self._tokens_seen = state.num_input_tokens_seen
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.resume:
+            self._truncate_to(state.global_step)
+        elif self.ledger_path.exists() and self.ledger_path.stat().st_size:
+            raise RaceError(f"ledger {self.ledger_path} already exists", "resume it or choose a new output folder")
+        self._writer = LedgerWriter(self.ledger_path, resume=self.resume, fsync=self.fsync)
+        self.steps = state.global_step
+        self._last_gen = None
+        if self.progress and self._bar is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=self.budget, unit="FLOP", unit_scale=True, dynamic_ncols=True,
+                             desc="budget" if self.budget else "FLOPs", initial=self.total_flops)
+        self._budget_check(state, control, first=True)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        """A new optimizer step: start its clock."""
+        self._in_step = True
+        self._gen = None
+        self._t_step = time.perf_counter()
+        self._t_step_begin_done = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        """Account the step that just finished, flush its ledger line, check the budget."""
+        from ..accounting import phase_flops, tokens_from_work, work_from_lengths
+
+        t_end = time.perf_counter()
+        self._in_step = False
+        self._step_overhead += self._t_step_begin_done - self._t_step
+        g = self._gen
+        if g is not None:
+            self._last_gen = g
+            self._longest_prompt = max(self._longest_prompt, max(g["prompts"]))
+            if g["reward_lengths"]:
+                self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
+            work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
+                                     g["reward_lengths"] or None, iterations=1, generation=True,
+                                     policy=self.policy, reward_model=self.reward_model)
+            seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
+                       "update": t_end - g["t_reward"] - g["reward_seconds"]}
+        else:
+            last = self._last_gen
+            if last is None:
+                raise RaceError(f"optimizer step {state.global_step} reused a generation the ledger never saw",
+                                "attach RaceLedger before training starts (and wrap a reward function)")
+            work = work_from_lengths(last["prompts"], last["completions"], self.settings, self.engine,
+                                     None, iterations=1, generation=False, policy=self.policy)
+            seconds = {"rollout": 0.0, "reward": 0.0, "update": t_end - self._t_step}
+        flops = phase_flops(work, self.policy, self.adapter, self.settings, self.reward_model, self.engine,
+                            self.attention)
+        metrics = {"reward": sum(g["rewards"]) / len(g["rewards"])} if g is not None and g["rewards"] else None
+        self._writer.append(state.global_step, tokens=tokens_from_work(work), work=work, flops=flops,
+                            seconds={k: max(0.0, round(v, 6)) for k, v in seconds.items()}, metrics=metrics)
+        for k in self.spent:
+            self.spent[k] += flops[k]
+        self.steps = state.global_step
+        if self._bar is not None:
+            self._bar.update(sum(flops.values()))
+            tot = self.total_flops or 1
+            self._bar.set_postfix_str(f"step {self.steps} rollout {self.spent['rollout'] / tot:.0%} "
+                                      f"update {self.spent['update'] / tot:.0%} reward {self.spent['reward'] / tot:.0%}")
+        self._budget_check(state, control)
+        done = time.perf_counter()
+        own = self._step_overhead + done - t_end
+        self.overhead_seconds += own
+        self.step_overheads.append((own, done - self._t_step))
+        self._step_overhead = 0.0
+
+    def on_train_end(self, args, state, control, **kwargs):
+        """Close the ledger and the progress bar."""
+        self.close()
+
+    # ---- budget ---------------------------------------------------------------------------------
+
+    def _budget_check(self, state, control, first: bool = False) -> None:
+        if self.budget is None:
+            return
+        done = state.global_step
+        # TRL generates on optimizer steps 1, 1 + mu, ...; right after a (re)start it always does
+        # (its generation buffer is empty).
+        generation = first or self._last_gen is None or done % self.settings.num_iterations == 0
+        longest = max(self.max_prompt_tokens or 0, self._longest_prompt)
+        if not longest:
+            return  # nothing seen yet and no bound given: cannot predict the first step
+        reward_tokens = None
+        if self.reward_model is not None:
+            reward_tokens = max(self._longest_reward, 2 * (longest + self.settings.max_completion_tokens))
+        bound = step_cost_bound(self.policy, self.adapter, self.settings, max_prompt_tokens=longest,
+                                engine=self.engine, attention=self.attention, reward_model=self.reward_model,
+                                reward_tokens=reward_tokens, generation=generation)
+        self.next_step_bound = bound
+        if self.total_flops + bound > self.budget:
+            self.stopped_by_budget = True
+            control.should_training_stop = True
+            if first:
+                log.warning("race: budget %.3e FLOPs (%.3e left) cannot buy one step of up to %.3e FLOPs; "
+                            "not training", self.budget, self.budget - self.total_flops, bound)
+
+    # ---- resume -----------------------------------------------------------------------------------
+
+    def _truncate_to(self, step: int) -> None:
+        """Keep ledger records up to `step` (the checkpoint being resumed); move later ones to
+        ledger.discarded.jsonl, since their steps will run again."""
+        from ..record.ledger import LedgerReader
+
+        path = self.ledger_path
+        self.spent = dict.fromkeys(self.spent, 0)
+        if not path.exists():
+            return
+        keep, drop = [], []
+        reader = LedgerReader(path)
+        for rec in reader:
+            (keep if rec["step"] <= step else drop).append(rec)
+        if drop or reader.torn is not None:
+            if drop:
+                with open(self.out_dir / DISCARDED_FILE, "a", encoding="utf-8") as f:
+                    for rec in drop:
+                        f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            write_jsonl_atomic(path, keep)
+        for rec in keep:
+            for k in self.spent:
+                self.spent[k] += rec["flops"][k]
+        if keep and keep[-1]["step"] != step:
+            raise RaceError(f"ledger ends at step {keep[-1]['step']} but the checkpoint is at step {step}",
+                            "the ledger and the checkpoints come from different runs")
+
+    def close(self) -> None:
+        """Close the ledger file and the progress bar (idempotent)."""
+        if self._writer is not None:
+            self._writer.close()
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    # ---- report -----------------------------------------------------------------------------------
+
+    def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
+        """Build report.json from the ledger (suite.record.report.build_report) and write it atomically."""
+        from ..record.report import build_report, write_report
+
+        spec = run_spec or self.run_spec or self.default_run_spec()
+        report = build_report(self.ledger_path, spec, report_dir=self.out_dir)
+        return write_report(path or self.out_dir / "report.json", report)
+
+    def default_run_spec(self) -> dict:
+        """A run-spec mapping from what the callback read off the trainer."""
+        from dataclasses import asdict
+
+        ad = asdict(self.adapter)
+        ad["type"] = ad.pop("kind")
+        return {"policy": self._policy_ref or self.policy.name, "adapter": ad, "grpo": self.settings.to_dict(),
+                "reward": dict(self._reward_ref),
+                "accounting": {"engine_profile": self.engine, "attention": self.attention},
+                "budget": {"flops": self.budget}}
+
+
+def _is_module(f: Any) -> bool:
+    try:
+        import torch
+
+        return isinstance(f, torch.nn.Module)
+    except ImportError:  # pragma: no cover
+        return False
+
+
+__all__ = ["RaceLedger", "step_cost_bound", "policy_spec_of", "adapter_of", "settings_of", "engine_of"]

@@ -1,0 +1,20 @@
+"""What the tests share. Helper modules (tiny_policy, race_helpers, leaderboard_docs, ...) and
+the test fixtures' builders (fixtures/eval_models.py) are importable by name: pyproject.toml's
+[tool.pytest.ini_options] pythonpath puts tests/, tests/fixtures/ and the checkout's root (for
+tools/ and benchmarks/, which are never installed) on the path, so no test edits sys.path."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def one_torch_thread():
+    """torch on one thread for the test (two torch jobs on two cores each run ~4x slower),
+    restored afterwards."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -1,0 +1,69 @@
+"""The house as docs/architecture.md draws it: imports only point down the layers and never
+cycle (the import-linter contracts of pyproject.toml), the module map lists every module of
+suite/ and nothing else, and a module over ~500 lines says why on its first line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAP_BEGIN, MAP_END = "<!-- modules:begin -->", "<!-- modules:end -->"
+
+
+def test_import_linter_contracts_are_kept():
+    lint = Path(sys.executable).parent / "lint-imports"
+    r = subprocess.run([str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "Contracts: 2 kept, 0 broken." in r.stdout
+
+
+def test_module_map_lists_every_module_and_nothing_else():
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split(MAP_BEGIN, 1)[1].split(MAP_END, 1)[0]
+    listed = re.findall(r"^\| `([^`]+\.py)` \|", block, flags=re.M)
+    assert len(listed) == len(set(listed)), "a module is listed twice"
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "suite").rglob("*.py")}
+    assert modules - set(listed) == set(), "modules missing from docs/architecture.md"
+    assert {m for m in listed if not (ROOT / m).is_file()} == set(), "listed but not in the tree"
+
+
+def test_the_three_questions_have_one_file_each():
+    head = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Layers", 1)[0]
+    for question, path in (("update FLOPs computed", "suite/accounting/flops.py"),
+                           ("a report read", "suite/record/report.py"),
+                           ("correctness decided", "suite/answers.py")):
+        line = next(x for x in head.splitlines() if question in x)
+        assert f"`{path}`" in line and (ROOT / path).is_file()
+
+
+def test_long_modules_say_why():
+    files = [*(ROOT / "suite").rglob("*.py"), *(ROOT / "tools").glob("*.py"), ROOT / "benchmarks" / "gate.py"]
+    unexplained = [p.relative_to(ROOT).as_posix() for p in files
+                   if len(p.read_text(encoding="utf-8").splitlines()) > 500
+                   and not p.read_text(encoding="utf-8").startswith("# Over 500 lines: ")]
+    assert unexplained == []
+
+
+def test_old_import_paths_still_work():
+    """Code and docs written against the flat package keep importing what they used."""
+    import suite.accounting.modelspec as modelspec
+    from suite.analysis import grid
+    from suite.grid import plan_grid, run
+    from suite.ledger import LedgerWriter
+    from suite.modelspec import load_spec
+    from suite.pipeline import gridrun
+    from suite.record import ledger, report, runspec
+    from suite.report import RunSpec, build_report
+    from suite.trl_callback import RaceLedger, step_cost_bound
+    from suite.train import trl_callback
+
+    assert load_spec is modelspec.load_spec and LedgerWriter is ledger.LedgerWriter
+    assert (build_report, RunSpec) == (report.build_report, runspec.RunSpec)
+    assert (plan_grid, run) == (grid.plan_grid, gridrun.run)
+    assert (RaceLedger, step_cost_bound) == (trl_callback.RaceLedger, trl_callback.step_cost_bound)
+    from suite.accounting import phase_flops, step_cost_bound as bound     # the package offers flops' names
+
+    assert bound is step_cost_bound and callable(phase_flops)
