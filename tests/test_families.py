@@ -259,6 +259,10 @@ def test_mla_decode_cost_grows_with_the_cache_in_transformers_only():
     assert expand == 1000 * spec.num_layers * (kvb + 2 * spec.num_heads * (spec.head_dim + spec.v_head_dim))
     assert latent == 1000 * spec.num_layers * 2 * spec.num_heads * (2 * spec.kv_lora_rank + spec.qk_rope_head_dim)
     assert latent < expand
+    # at one context: the absorbed step pays kv_b's FLOPs once (W_UK, W_UV) instead of per cached latent
+    keys, pair = 1 + 2, 2 * spec.num_heads * (spec.head_dim + spec.v_head_dim)
+    latent_pair = 2 * spec.num_heads * (2 * spec.kv_lora_rank + spec.qk_rope_head_dim)
+    assert step("trl", 1) - step("trl-vllm", 1) == spec.num_layers * (kvb * (keys - 1) + (pair - latent_pair) * keys)
 
 
 def test_linear_attention_counts_chunks_and_not_the_recurrent_decode():
@@ -405,3 +409,24 @@ def test_race_plan_says_active_parameters_buy_tokens_and_total_parameters_set_me
     d = flops_json(["--model", "Qwen3-30B-A3B", "--lora-rank", "16"])
     assert d["policy"]["params_active"] == spec.params_active
     assert d["adapter"]["adapted"]["modules"]["experts.gate_up_proj"] == 48
+
+
+@pytest.mark.parametrize("model_type,targets", [("qwen3_moe", PROJECTIONS), ("qwen3_moe", ("all-linear",)),
+                                                ("mixtral", ("w1", "w3", "w2", "q_proj")), ("phi3", ("all-linear",)),
+                                                ("gpt_oss", ("q_proj", "experts.gate_up_proj"))])
+def test_training_and_evaluation_read_the_same_adapter_off_peft(tmp_path, model_type, targets):
+    """The TRL callback reads the adapter off the live PEFT model, the evaluation off its saved
+    adapter_config.json (where peft keeps its MoE conversion: target_parameters and the fused
+    rank pattern); both give an Adapter whose lora_units are what peft adapted."""
+    from suite.accounting.adapters import adapter_from_peft
+    from suite.accounting.reference import adapted_units, add_lora, build_model
+    from suite.train.trl_callback import adapter_of
+
+    spec = spec_of(model_type, OWN[model_type])
+    peft_model = add_lora(build_model(spec, "cpu"), Adapter.from_rank(4, targets=targets))
+    live = adapter_of(peft_model, spec)
+    assert sorted((u.layer, u.name, u.fan_in, u.fan_out, u.rank, u.experts)
+                  for u in lora_units(spec, live)) == adapted_units(peft_model)
+    peft_model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "adapter_config.json").read_text())
+    assert lora_units(spec, adapter_from_peft(saved, spec=spec)) == lora_units(spec, live)

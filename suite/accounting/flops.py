@@ -1040,17 +1040,14 @@ def _model_costs(spec: ModelSpec, adapter: Adapter, fold: bool, rg0: bool, early
     """{'fwd', 'base', 'bwd', 'recompute'}: FLOPs per stat of the decoder's forward with the
     adapter, without it, its backward, and its checkpoint recompute."""
     units = _units_by_layer(spec, adapter)
-    none = [{}] * spec.num_layers
     out = {"fwd": {}, "base": {}, "bwd": {}, "recompute": {}}
     rg = rg0
     for i in range(spec.num_layers):
         lay = spec.layer(i)
-        for part, c in (("fwd", _layer_fwd(spec, lay, units[i], True, fold)),
-                        ("base", _layer_fwd(spec, lay, none[i], False, fold))):
+        fwd = _layer_fwd(spec, lay, units[i], True, fold)
+        for part, c in (("fwd", fwd), ("recompute", fwd), ("base", _layer_fwd(spec, lay, {}, False, fold))):
             for stat, v in c.items():
                 _add(out[part], stat, v)
-        for stat, v in _layer_fwd(spec, lay, units[i], True, fold).items():
-            _add(out["recompute"], stat, v)
         if early_stop:
             _add(out["recompute"], "tok", -_skipped(spec, lay, units[i]))
         b = _Bwd(spec, units[i], adapter.kind == "full", fold)
@@ -1067,15 +1064,14 @@ def _head_fwd(spec: ModelSpec) -> int:
     return 2 * spec.hidden_size * spec.vocab_size if spec.has_lm_head else 0
 
 
-def _mla_absorbed(spec: ModelSpec) -> tuple[int, int]:
-    """MLA decode in the latent space (vLLM): per decode token, q_nope through W_UK and the
-    latent output through W_UV; per decode pair, scores over latent + rope and values over the
-    latent -- in place of the expanded pair (returned as the difference)."""
+def _mla_absorbed(spec: ModelSpec) -> int:
+    """MLA decode in the latent space (vLLM), per decode pair: scores over latent + rope and
+    values over the latent, in place of the expanded pair (returned as the difference). Per
+    decode token, q_nope through W_UK and the latent output through W_UV cost 2 n_h r (d_nope +
+    d_v): exactly kv_b_proj on one latent, which the 'kvb' stat already charges per decode token."""
     nh, r, rope = spec.num_heads, spec.kv_lora_rank, spec.qk_rope_head_dim
-    nope, v = spec.head_dim - rope, spec.v_head_dim or spec.head_dim
-    tok = 2 * nh * nope * r + 2 * nh * r * v
     qk, pv = _pair_widths(spec)
-    return tok, 2 * nh * (r + rope) + 2 * nh * r - qk - pv
+    return 2 * nh * (r + rope) + 2 * nh * r - qk - pv
 
 
 def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed: bool = False,
@@ -1097,8 +1093,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
         elif stat == "kvb":
             if not rollout:
                 _add(out, f"{prefix}.tokens", v)
-            else:  # the prompt's latents once; HF generate re-expands every cached latent per step
-                _add(out, "rollout.prefill_tokens", v)
+            else:  # the prompt's latents once; HF generate re-expands every cached latent per step,
+                _add(out, "rollout.prefill_tokens", v)  # absorbed weights cost as much per decode token
                 _add(out, "rollout.decode_pairs" if not absorbed else "rollout.decode_tokens", v)
         elif stat == "dec_tok" and rollout:
             _add(out, "rollout.decode_tokens", v)
@@ -1121,9 +1117,7 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
     gen = _model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
     roll = _map(gen, "rollout", attn, rollout=True, absorbed=not prof.hf_rollout, calls=prof.hf_rollout)
     if policy.family.mla and not prof.hf_rollout:
-        tok, pair = _mla_absorbed(policy)
-        _add(roll, "rollout.decode_tokens", policy.num_layers * tok)
-        _add(roll, "rollout.decode_pairs", policy.num_layers * pair)
+        _add(roll, "rollout.decode_pairs", policy.num_layers * _mla_absorbed(policy))
     _add(roll, "rollout.lm_head", head)
     # LM head backward: dx always (something upstream trains); dW only when it trains itself;
     # a fused head first recomputes its logits.

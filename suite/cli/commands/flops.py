@@ -100,6 +100,7 @@ def compute(policy, args) -> dict:
     """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.modelspec import load_spec
+    from suite.record.report import model_entry
 
     get_engine(args.engine)
     adapter = adapter_from_args(args)
@@ -111,11 +112,9 @@ def compute(policy, args) -> dict:
                    attention=args.attention, reward_model=reward, reward_tokens=args.reward_tokens)
     n = getattr(args, "steps", 1)
     total = s.total
-    from suite.record.report import model_entry
-
     return {
         "method": METHOD, "version": VERSION, "engine_profile": args.engine, "attention": args.attention,
-        "policy": {k: v for k, v in model_entry(policy).items() if k != "spec"} | {"spec": policy.to_dict()},
+        "policy": model_entry(policy),
         "adapter": {**adapter.to_report(policy), "adapted": adapted_summary(policy, adapter)},
         "grpo": settings.to_dict(),
         "reward": None if reward is None else {"name": reward.name, "params_total": reward.params_total,
