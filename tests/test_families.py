@@ -430,3 +430,27 @@ def test_training_and_evaluation_read_the_same_adapter_off_peft(tmp_path, model_
     peft_model.save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "adapter_config.json").read_text())
     assert lora_units(spec, adapter_from_peft(saved, spec=spec)) == lora_units(spec, live)
+
+
+@pytest.mark.parametrize("model_type,extra", [
+    *[(m, OWN[m]) for m in ("mistral", "mixtral", "phi3", "gemma2", "gemma3_text", "olmo3", "gpt_oss", "smollm3",
+                            "qwen3_next", "qwen3_5_text")],
+    ("qwen3", {"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 2}),
+    ("qwen2", {"use_sliding_window": False, "sliding_window": 8}),
+    ("qwen2", {"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 1}),
+    ("qwen3_moe", {**OWN["qwen3_moe"], "use_sliding_window": True, "sliding_window": 8}),
+    ("gemma3_text", {"head_dim": 16, "sliding_window": 8, "num_hidden_layers": 7}),  # the default 5:1 pattern
+])
+def test_layer_types_as_transformers_derives_them(model_type, extra):
+    """Which layers slide (or scan linearly) is what transformers' config class and cache make of
+    the config: explicit layer_types, or each family's own default pattern."""
+    from transformers import AutoConfig
+
+    cfg = config(model_type, extra)
+    spec = spec_from_config(cfg, model_type)
+    hf = AutoConfig.for_model(**cfg)
+    window = getattr(hf, "sliding_window", None)
+    hf_types = getattr(hf, "layer_types", None) or ["sliding_attention" if window else "full_attention"] * spec.num_layers
+    want = ["full_attention" if t == "sliding_attention" and not window else t for t in hf_types]
+    assert list(spec.layer_types or ["full_attention"] * spec.num_layers) == want
+    assert spec.sliding_window == (window if "sliding_attention" in want else 0)

@@ -600,7 +600,7 @@ def _layer_types(cfg: dict, model_type: str, layers: int, where: str) -> tuple[t
         types = ["sliding_attention" if window is not None else "full_attention"] * layers
     else:
         types = ["full_attention"] * layers
-    if model_type in ("qwen3", "qwen3_moe") and not cfg.get("use_sliding_window"):
+    if model_type in ("qwen2", "qwen3", "qwen3_moe") and not cfg.get("use_sliding_window"):
         window = None  # the config class drops the window unless use_sliding_window
     if window is None:
         types = ["full_attention" if t == "sliding_attention" else t for t in types]
