@@ -330,9 +330,13 @@ def update_report(path: str | os.PathLike, change: Callable[[dict], Any], *,
 
 
 def model_entry(spec: "ModelSpec", name: str | None = None) -> dict:
-    """A report `model` object: name (default: the spec's), spec and exact parameter counts."""
-    return {"name": name or spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
-            "params_non_embedding": spec.params_non_embedding}
+    """A report `model` object: name (default: the spec's), spec and exact parameter counts (and,
+    for mixture-of-experts models, the active parameters a token runs through)."""
+    entry = {"name": name or spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
+             "params_non_embedding": spec.params_non_embedding}
+    if spec.is_moe:
+        entry["params_active"] = spec.params_active
+    return entry
 
 
 def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mapping[str, int], steps: int,
