@@ -425,7 +425,7 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
         if len(ax.get_lines()) <= 24:  # a legend for hundreds of lines helps nobody
             ax.legend(fontsize=6)
     written += finish_figure(fig, axes, len(evals), "Score against update share per condition (★ best observed "
-                       "allocation)", out, "score_vs_update_share")
+                             "allocation)", out, "score_vs_update_share")
 
     fig, axes = plt.subplots(nrow, ncol, figsize=(5 * ncol, 3.8 * nrow), squeeze=False)
     series = sorted({(c.condition.params_total, c.condition.model, c.condition.reward_system) for c in cells})
