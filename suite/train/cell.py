@@ -346,7 +346,9 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
     from the file's folder either way."""
     from ..record.runspec import read_yaml
 
-    p = Path(path)
+    from ..paths import shipped
+
+    p = shipped(path)           # tasks/cells/X.yaml also names the shipped cell outside a checkout
     if not p.is_file():
         hint = None
         cells = _home() and (_home() / "tasks" / "cells")
