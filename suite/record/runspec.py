@@ -219,5 +219,5 @@ def load_run_spec(path: str | os.PathLike) -> RunSpec:
     return _run_spec_from_dict(read_yaml(p), base=p.parent.resolve())
 
 
-__all__ = ["RewardSpec", "EngineSpec", "Budget", "Hardware", "RunSpec", "load_run_spec", "read_yaml", "is_run_spec", "installed_version",
-           "beside"]
+__all__ = ["RewardSpec", "EngineSpec", "Budget", "Hardware", "RunSpec", "load_run_spec", "read_yaml", "is_run_spec",
+           "installed_version", "beside"]

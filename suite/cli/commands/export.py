@@ -11,8 +11,9 @@ from suite.cli import command
 @command("export", help="print the launch command that runs a cell on another engine (verl)")
 def configure(p):
     p.add_argument("engine", choices=["verl"], help="target engine: verl (python3 -m verl.trainer.main_ppo)")
-    p.add_argument("cell", metavar="CELL", help="cell YAML file (tasks/cells/*.yaml); its paths are not checked "
-                   "here, they must exist where verl runs")
+    p.add_argument("cell", metavar="CELL", help="the run description, a cell YAML (tasks/cells/*.yaml); relative "
+                   "paths resolve from its own folder, and paths that are not here are passed on unchecked: they must "
+                   "exist where verl runs")
     p.add_argument("--model-path", help="policy folder or hub id on the cluster (default: the cell's policy)")
     p.add_argument("--train-files", help="verl-format parquet of training prompts (default: the cell's dataset "
                    "with a .parquet suffix)")

@@ -15,8 +15,9 @@ def configure(p):
                         "trl: a Trainer's trainer_state.json (or its checkpoint folder)")
     p.add_argument("log", metavar="LOG", help="the log file to import")
     p.add_argument("--cell", required=True,
-                   help="cell YAML the run was launched from: model, adapter, K, prompts per step, mu, beta "
-                        "(the log does not say them); its paths are not checked")
+                   help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
+                        "step, mu, beta (the log does not say them); relative paths resolve from its own folder, "
+                        "and paths that are not here (the cluster's) are not checked")
     p.add_argument("--out", help="folder for ledger.jsonl, report.json and comparison.json "
                                  "(default: race-import/ beside the log)")
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
