@@ -216,6 +216,11 @@ class Report:
         return dict(self.get("totals.tokens"))
 
     @property
+    def seconds(self) -> dict[str, float]:
+        """totals.seconds: wall seconds per phase ({} when the run did not record them)."""
+        return {k: float(v) for k, v in (self.doc["totals"].get("seconds") or {}).items()}
+
+    @property
     def budget_flops(self) -> int | None:
         """budget.flops, None when not declared."""
         b = self._section("budget").get("flops")

@@ -58,11 +58,19 @@ class Row:
     engine: str                  #: run.engine name + version
     budget_band: str             #: declared band, else the decade of the total
     scores: dict[str, float] = field(default_factory=dict)  #: 'target · metric' -> value
+    seconds: dict[str, float] = field(default_factory=dict)  #: totals.seconds: wall seconds per phase, if recorded
 
     @property
     def total_flops(self) -> int:
         """C_total."""
         return self.flops["total"]
+
+    @property
+    def flops_per_second(self) -> dict[str, float | None]:
+        """Achieved FLOP/s per phase and in total (FLOPs over seconds; None without seconds)."""
+        from ..accounting.utilization import achieved
+
+        return achieved(self.flops, self.seconds)
 
     @property
     def series(self) -> str:
@@ -111,6 +119,7 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         engine=r.engine,
         budget_band=band_label(r),
         scores={score_key(t, m): v for (t, m), v in r.scores().items()},
+        seconds=r.seconds,
     )
 
 

@@ -22,9 +22,11 @@ longest seen so far, model rewards over twice prompt + completion) and stops tra
 bound would cross the budget. So a run never exceeds its budget when `max_prompt_tokens` is
 given (race run passes the dataset's longest prompt); the price is at most one step left unbought.
 
-Timing: rollout seconds run from the step's start to the first reward call (they include the
-old-policy and reference forwards, which TRL runs before scoring); reward seconds are the reward
-calls; update seconds the rest of the step.
+Timing: rollout seconds run from the step's start to the end of TRL's generation call; reward
+seconds are the reward calls; update seconds the rest of the step, the old-policy and reference
+forwards included (TRL runs them between generating and scoring, and the ledger prices them as
+update FLOPs, so FLOPs / seconds is each phase's achieved rate). A trainer without TRL's
+`_generate` method times rollout up to the first reward call instead.
 """
 
 from __future__ import annotations
@@ -155,6 +157,7 @@ class RaceLedger(TrainerCallback):
         self._last_gen: dict | None = None  # lengths of the generation batch being reused (mu > 1)
         self._tokens_seen = None
         self._t_step = 0.0
+        self._t_generated: float | None = None  # when this step's generation call returned
         self._longest_prompt = 0
         self._longest_reward = 0
         self._warned = set()
@@ -182,8 +185,22 @@ class RaceLedger(TrainerCallback):
         for i, f in enumerate(funcs):
             if not _is_module(f) and not getattr(f, "_race_wrapped", False):
                 funcs[i] = self.wrap(f)
+        generate = getattr(trainer, "_generate", None)
+        if callable(generate) and not getattr(generate, "_race_wrapped", False):
+            trainer._generate = self._timed_generation(generate)
         trainer.add_callback(self)
         return self
+
+    def _timed_generation(self, generate: Callable) -> Callable:
+        """TRL's generation call, noting when it returns (the end of the rollout phase)."""
+
+        def timed(*args, **kwargs):
+            out = generate(*args, **kwargs)
+            self._t_generated = time.perf_counter()
+            return out
+
+        timed._race_wrapped = True
+        return timed
 
     def wrap(self, func: Callable) -> Callable:
         """A TRL reward function that calls `func` and lets the ledger observe the generation
@@ -308,6 +325,7 @@ class RaceLedger(TrainerCallback):
         """A new optimizer step: start its clock."""
         self._in_step = True
         self._gen = None
+        self._t_generated = None
         self._t_step = time.perf_counter()
         self._t_step_begin_done = time.perf_counter()
 
@@ -326,8 +344,9 @@ class RaceLedger(TrainerCallback):
                 self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
             work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
                                      g["reward_lengths"] or None, iterations=1, generation=True)
-            seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
-                       "update": t_end - g["t_reward"] - g["reward_seconds"]}
+            rolled = min(self._t_generated or g["t_reward"], g["t_reward"])
+            seconds = {"rollout": rolled - self._t_step, "reward": g["reward_seconds"],
+                       "update": t_end - rolled - g["reward_seconds"]}
         else:
             last = self._last_gen
             if last is None:
