@@ -51,14 +51,15 @@ class Ceiling:
 
 
 def machine_kind() -> str:
-    """This machine's kind: python-<cores>core-<cpu|gpu> (e.g. python-2core-cpu)."""
-    gpu = False
-    try:
-        import torch
+    """This machine's kind: python-<cores>core-<cpu|gpu> (e.g. python-2core-cpu). GPU: torch
+    sees CUDA, or (where torch is not imported yet, e.g. a grid's driver) an NVIDIA device node
+    exists: importing torch only to name the machine costs seconds."""
+    import sys
 
-        gpu = torch.cuda.is_available()
-    except ImportError:
-        pass
+    if "torch" in sys.modules:
+        gpu = sys.modules["torch"].cuda.is_available()
+    else:
+        gpu = any(Path("/dev").glob("nvidia[0-9]*"))
     return f"python-{os.cpu_count() or 1}core-{'gpu' if gpu else 'cpu'}"
 
 

@@ -97,9 +97,8 @@ _LONGEST: dict[tuple, int] = {}
 def _longest_prompt_once(cell: CellSpec, tokenizer, rows: list[dict]) -> int:
     source = Path(cell.tokenizer or cell.policy).resolve()
     data = Path(cell.dataset).resolve()
-    stamp = tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in (data, *sorted(source.glob("tokenizer*")),
-                                                                        *sorted(source.glob("chat_template*"))))
-    key = (str(source), str(data), stamp)
+    files = [data, *sorted(source.glob("tokenizer*")), *sorted(source.glob("chat_template*"))]
+    key = (str(source), str(data), tuple((f.stat().st_size, f.stat().st_mtime_ns) for f in files))
     if key not in _LONGEST:
         _LONGEST[key] = longest_prompt(tokenizer, rows)
     return _LONGEST[key]
