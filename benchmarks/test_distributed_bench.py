@@ -20,11 +20,11 @@ from suite.train.cell import load_cell
 FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "verl"
 #: Measured 2026-12-01 (2 cores, load ~2.4, CPU time: fsync waits are the disk's, not the code's): 8.2-8.5x.
 IMPORT = Limit(20.0, "each step's metrics mapped to token statistics and priced by suite.accounting, each "
-                             "ledger line checked, written and fsynced, then the report built and schema-checked, "
-                             "against reading the log and writing one unchecked line per step: about 8.5x")
+                     "ledger line checked, written and fsynced, then the report built and schema-checked, "
+                     "against reading the log and writing one unchecked line per step: about 8.5x")
 #: Measured 2026-12-01: 1.01-1.09x.
 COMPOSE = Limit(1.5, "Hydra composes the same packaged config either way; the overrides add parsing and "
-                               "merging: about 1.05x; 1.5x means the overrides are composed more than once")
+                     "merging: about 1.05x; 1.5x means the overrides are composed more than once")
 CELL = FIX / "cell-qwen1.5b-r64.yaml"
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from benchmarks.ratio import Limit, check, interleaved
 
-#: Measured 2026-12-01 (2 cores, load ~2.8, CPU time): 1.9x (7.3 s against 3.9 s).
-EVAL = Limit(4.0, "lm-eval's generation of the same completions (the reference generates them with plain "
-                         "transformers + peft, batches of 64, 128 new tokens), then the judge PRM and the native "
-                         "reward over all 250 and the logs written, lm-eval's first-call imports included: about 1.9x")
+#: Measured 2026-12-01 (2 cores, load 2-2.8, CPU time): 1.9x (7.3 s against 3.9 s) and 2.5x (8.1 s against 3.2 s).
+EVAL = Limit(5.0, "lm-eval's generation of the same completions (the reference generates them with plain "
+                  "transformers + peft, batches of 64, 128 new tokens), then the judge PRM and the native "
+                  "reward over all 250 and the logs written, lm-eval's first-call imports included: 1.9-2.5x")
 
 
 def plain_generation(base, folder, batch_size: int = 64, max_new_tokens: int = 128) -> int:

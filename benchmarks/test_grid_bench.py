@@ -39,8 +39,8 @@ def thousand(tmp_path_factory):
 
 #: Measured 2026-12-01 (2 cores, load ~2): 4.4x (0.10 s against 0.023 s).
 PLAN_1000 = Limit(10.0, "1,000 cell specs built and checked, each step priced once per distinct (model, allocation, "
-                         "reward) and every cell placed in its band, against pricing the 40 distinct steps alone "
-                         "(the reference): about 4.4x; 10x means per-cell pricing or per-cell file reads")
+                        "reward) and every cell placed in its band, against pricing the 40 distinct steps alone "
+                        "(the reference): about 4.4x; 10x means per-cell pricing or per-cell file reads")
 
 
 def test_plan_1000_cells(benchmark, thousand):

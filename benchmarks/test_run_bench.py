@@ -22,8 +22,8 @@ RACE = [sys.executable, "-c", "import sys; from suite.cli import main; sys.exit(
 IMPORTS = [sys.executable, "-c", "import torch, transformers, trl, peft, datasets"]
 #: Measured 2026-12-01 (2 cores, load ~2.9): 1.19x (38.4 s against 32.2 s).
 RUN = Limit(1.6, "on top of the imports and the steps: the tokenizer and model loaded, the dataset's longest "
-                       "prompt measured, the trainer built, a checkpoint after every step, the adapter and the "
-                       "report written: about 1.2x; 1.6x means per-cell start-up (or per-step checkpoint cost) came back")
+                 "prompt measured, the trainer built, a checkpoint after every step, the adapter and the "
+                 "report written: about 1.2x; 1.6x means per-cell start-up (or per-step checkpoint cost) came back")
 
 
 def test_smallest_reference_cell(benchmark, tmp_path):
