@@ -52,3 +52,12 @@ def write_jsonl_atomic(path: str | os.PathLike, rows) -> Path:
     """Write one compact JSON object per line, atomically."""
     return write_text_atomic(path, "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n"
                                            for r in rows))
+
+
+def write_block_atomic(path: str | os.PathLike, begin: str, end: str, body: str) -> Path:
+    """Replace what stands between the markers `begin` and `end` of a text file (a generated
+    block of a doc page) with `body`, atomically."""
+    text = Path(path).read_text(encoding="utf-8")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return write_text_atomic(path, f"{head}{begin}\n\n{body.strip()}\n\n{end}{tail}")

@@ -38,11 +38,16 @@ def test_forward_of_every_catalog_model_matches_flopcounter(name):
 
     spec = load_spec(name)
     model = build_model(spec, "meta")
+    assert spec.params_total == sum(p.numel() for p in model.parameters())
     for batch, length in ((1, 17), (3, 64)):
         measured = measure_forward(model, batch, length)
         n = batch * length
         if spec.has_lm_head:  # a plain forward: the reference-model pass, logits at every position
-            work = {"update.ref.tokens": n, "update.ref.attn_full": batch * length ** 2, "update.ref.lm_head": n}
+            # (work_from_lengths adds what sliding windows, linear attention and MoE calls need)
+            ref = GRPOSettings(1, batch, beta=0.1, max_completion_tokens=1)
+            work = only(work_from_lengths([length - 1] * batch, [1] * batch, ref, "generic", policy=spec), "update.ref")
+            assert (work["update.ref.tokens"], work["update.ref.attn_full"]) == (n, batch * length ** 2)
+            work["update.ref.lm_head"] = n
             rows = pass_breakdown(work, spec, Adapter(kind="full"), GRPOSettings(1, 1), attention="full")
             analytic = dict(((p, name_), f) for p, name_, f in rows)[("update", "reference forward")]
         else:  # a reward model: backbone + score head on every position

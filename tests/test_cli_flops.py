@@ -64,9 +64,13 @@ def test_flops_from_a_config_path_and_the_table(tmp_path, capsys):
 def test_plan_divides_the_budget(capsys):
     code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json")
     assert code == 0
+    from suite.modelspec import catalog_names, load_spec
+
+    assert [r["model"] for r in json.loads(out)["rows"]] == [n for n in catalog_names() if load_spec(n).has_lm_head]
+    qwen25 = ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct"]
+    code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json", "--models", ",".join(qwen25))
     rows = json.loads(out)["rows"]
-    assert [r["model"] for r in rows] == ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct",
-                                          "Qwen2.5-7B-Instruct"]
+    assert [r["model"] for r in rows] == qwen25
     for r in rows:
         assert r["steps"] == int(1e18 // r["flops_per_step"])
         assert r["flops_used"] <= 1e18 < r["flops_used"] + r["flops_per_step"]

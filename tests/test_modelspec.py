@@ -6,13 +6,18 @@ import json
 import pytest
 
 from suite.errors import RaceError
-from suite.accounting.modelspec import ModelSpec, catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import CATALOG_DIR, ModelSpec, catalog_names, load_spec, spec_from_config
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 CATALOG = ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct",
            "Qwen2.5-Math-PRM-7B"]
+FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B", "Qwen3-32B", "Qwen3-30B-A3B",
+                  "Qwen3-Next-80B-A3B-Instruct", "Llama-3.1-8B-Instruct", "Llama-3.2-1B-Instruct",
+                  "Llama-3.2-3B-Instruct", "DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Qwen-7B",
+                  "gemma-3-1b-it", "gemma-3-4b-it", "gemma-3-12b-it", "OLMo-2-1124-7B-Instruct", "gpt-oss-20b"]
+"""Catalog entries of issue 18 (their counts equal the HF model: tests/test_accounting.py)."""
 
 
 def hf_param_count(spec: ModelSpec) -> int:
@@ -22,7 +27,38 @@ def hf_param_count(spec: ModelSpec) -> int:
 
 
 def test_catalog_lists_the_paper_models():
-    assert catalog_names() == sorted(CATALOG)
+    assert catalog_names() == sorted(CATALOG + FAMILY_CATALOG)
+
+
+@pytest.mark.parametrize("name,total,non_embedding,active", [
+    # the model cards' rounded figures (B): Qwen3 cards state total and non-embedding parameters;
+    # Qwen3-30B-A3B "30.5B total, 3.3B activated" counts the embedding, ours leaves the lookup out
+    # (3.0B); Qwen3-Next "80B total, 3B activated" (ours 3.6B with the LM head); OpenAI gpt-oss-20b
+    # "20.9B total, 3.6B active" (no embedding, as ours); Llama 3.x, R1 distills, Gemma 3, OLMo 2:
+    # the sizes their hub pages show
+    ("Qwen3-0.6B", 0.6, 0.44, None), ("Qwen3-1.7B", 1.7, 1.4, None), ("Qwen3-4B", 4.0, 3.6, None),
+    ("Qwen3-8B", 8.2, 6.95, None), ("Qwen3-14B", 14.8, 13.2, None), ("Qwen3-32B", 32.8, 31.2, None),
+    ("Qwen3-30B-A3B", 30.5, 29.9, 3.0), ("Qwen3-Next-80B-A3B-Instruct", 80, None, 3.6),
+    ("gpt-oss-20b", 20.9, None, 3.6), ("Llama-3.1-8B-Instruct", 8.03, None, None),
+    ("Llama-3.2-1B-Instruct", 1.24, None, None), ("Llama-3.2-3B-Instruct", 3.21, None, None),
+    ("DeepSeek-R1-Distill-Qwen-1.5B", 1.78, None, None), ("DeepSeek-R1-Distill-Qwen-7B", 7.62, None, None),
+    ("gemma-3-1b-it", 1.0, None, None), ("OLMo-2-1124-7B-Instruct", 7.3, None, None),
+])
+def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding, active):
+    s = load_spec(name)
+    digits = len(str(total).split(".")[1]) if "." in str(total) else 0
+    assert round(s.params_total / 1e9, digits) == total
+    if non_embedding is not None:
+        assert round(s.params_non_embedding / 1e9, len(str(non_embedding).split(".")[1])) == non_embedding
+    if active is not None:
+        assert s.is_moe and round(s.params_active / 1e9, 1) == active
+    assert s.params_active < s.params_total if s.is_moe else True
+
+
+def test_catalog_sources_say_they_are_transcribed():
+    for name in FAMILY_CATALOG:
+        cfg = json.loads((CATALOG_DIR / f"{name}.json").read_text())
+        assert "transcribed" in cfg["_source"] and "no weights" in cfg["_source"]
 
 
 @pytest.mark.parametrize("name", CATALOG)
@@ -63,7 +99,7 @@ def test_unknown_name_lists_closest_catalog_names():
 
 
 def test_round_trip_through_json():
-    for name in CATALOG:
+    for name in CATALOG + FAMILY_CATALOG:
         spec = load_spec(name)
         again = ModelSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
         assert again == spec and again.params_total == spec.params_total
@@ -111,7 +147,7 @@ def test_missing_field_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("extra,word", [
-    ({"model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2}, "mixture-of-experts"),
+    ({"num_local_experts": 8, "num_experts_per_tok": 2}, "mixture-of-experts"),  # experts on a dense type
     ({"model_type": "qwen2_moe", "num_experts": 60}, "mixture-of-experts"),
     ({"model_type": "t5", "is_encoder_decoder": True, "d_model": 512}, "encoder-decoder"),
     ({"model_type": "gpt2"}, "not supported"),

@@ -41,6 +41,7 @@ def test_a_lazy_registry_loads_once_at_first_lookup():
     ("suite.pipeline.executors", "EXECUTORS", "local"),
     ("suite.analysis.race", "MODELS", "linear"),
     ("suite.cli.commands.report", "FORMATS", "json"),
+    ("suite.analysis.findings", "CLAIMS", "a"),
 ])
 def test_every_registry_is_one_and_refuses_a_second_entry(where, name, existing):
     import importlib
@@ -53,7 +54,8 @@ def test_every_registry_is_one_and_refuses_a_second_entry(where, name, existing)
 
 def test_spec_dataclasses_follow_their_schemas():
     """Every field a cell file, a grid file or a run spec may have is a field of its frozen
-    dataclass, and the other way round (apart from where the loaded file came from)."""
+    dataclass, and the other way round (apart from where the loaded file came from); a study's
+    analysis settings are the findings' Settings."""
     from suite.analysis.grid import Grid
     from suite.record import schemas
     from suite.record.runspec import RunSpec
@@ -67,6 +69,10 @@ def test_spec_dataclasses_follow_their_schemas():
     assert props(schemas.GRID) == grid_fields | {"eval"}
     spec_fields = {f.name for f in dataclasses.fields(RunSpec)} - {"engine_profile", "attention"}
     assert props(schemas.RUN_SPEC) == spec_fields | {"accounting"}
+    from suite.analysis.findings import Settings
+
+    analysis = set(schemas.load(schemas.STUDY)["properties"]["analysis"]["properties"])
+    assert analysis == {f.name for f in dataclasses.fields(Settings)} - {"pilot", "validation"}  # those: `race:`
 
 
 def test_a_lazy_registry_may_name_the_module_that_fills_it():

@@ -20,11 +20,18 @@ POLICIES = [n for n in catalog_names() if "PRM" not in n]
 PRM = "Qwen2.5-Math-PRM-7B"
 
 
+def _paired(targets: list) -> list:
+    """gate_proj and up_proj together (peft fuses them into MoE expert stacks and refuses one alone)."""
+    if ("gate_proj" in targets) != ("up_proj" in targets):
+        targets = [*targets, "up_proj" if "gate_proj" in targets else "gate_proj"]
+    return targets
+
+
 @st.composite
 def run_specs(draw) -> dict:
     """A run spec a real GRPO run could have (no plausibility warnings)."""
     rank = draw(st.sampled_from([0, 1, 8, 64, 256]))
-    targets = draw(st.lists(st.sampled_from(PROJECTIONS), min_size=1, max_size=7, unique=True))
+    targets = _paired(draw(st.lists(st.sampled_from(PROJECTIONS), min_size=1, max_size=7, unique=True)))
     prm = draw(st.booleans())
     mcl = draw(st.sampled_from([16, 256, 2048]))
     return {
@@ -90,7 +97,7 @@ def ledger_records(spec: dict, lengths: list) -> list[dict]:
     for step, (prompts, comps) in enumerate(lengths, 1):
         full = [p for p in prompts for _ in range(g.group_size)]
         reward = [p + c for p, c in zip(full, comps)] if rm else None
-        work = work_from_lengths(prompts, comps, g, eng, reward)
+        work = work_from_lengths(prompts, comps, g, eng, reward, policy=policy, reward_model=rm)
         recs.append({"step": step, "time": f"2026-11-29T20:{step // 60:02d}:{step % 60:02d}Z",
                      "tokens": tokens_from_work(work), "work": work,
                      "flops": phase_flops(work, policy, adapter, g, rm, engine=eng, attention=att)})
@@ -137,7 +144,7 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> list[tuple[dict, Path]]:
         spec = {
             "id": f"pool-{i}", "policy": POLICIES[i % len(POLICIES)],
             "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank,
-                        "targets": rng.sample(PROJECTIONS, rng.randint(1, 7))} if rank else {"type": "full"},
+                        "targets": _paired(rng.sample(PROJECTIONS, rng.randint(1, 7)))} if rank else {"type": "full"},
             "grpo": {"group_size": rng.randint(2, 8), "prompts_per_step": rng.randint(1, 8),
                      "num_iterations": rng.randint(1, 3), "beta": rng.choice([0.0, 0.04]),
                      "max_completion_tokens": rng.choice([16, 256, 2048]), "gradient_checkpointing": rng.random() < 0.5},

@@ -4,7 +4,11 @@ table). Models are built from a ModelSpec with eager attention (FlopCounterMode 
 SDPA as 0), on the meta device (no weights, any size) or on the CPU (tiny models).
 
 FlopCounterMode does not count in-place matmuls (aten.addmm_), which TRL's fused LM head uses
-for its gradients; flop_counter() adds them, so nothing real is missed.
+for its gradients; flop_counter() adds them, so nothing real is missed. It also counts the
+weight gradient of a grouped (depthwise) convolution as if it were dense -- `groups` times too
+many FLOPs (torch 2.13); flop_counter() divides that part by the groups. Mixture-of-experts
+models are built with `experts_implementation="eager"`: the default grouped_mm kernels are
+invisible to the counter.
 """
 
 from __future__ import annotations
@@ -24,14 +28,32 @@ def _inplace_baddbmm(self_shape, a_shape, b_shape, *args, out_shape=None, **kwar
     return 2 * a_shape[0] * a_shape[1] * a_shape[2] * b_shape[2]
 
 
+def _conv_backward(grad_out_shape, x_shape, w_shape, bias, stride, padding, dilation, transposed, output_padding,
+                   groups, output_mask, out_shape=None, **kwargs) -> int:
+    from torch.utils.flop_counter import conv_flop_count
+
+    def t(shape):
+        return [shape[1], shape[0]] + list(shape[2:])
+
+    flops = 0
+    if output_mask[0]:  # grad_input: a transposed conv of grad_out with the weight (as torch counts it)
+        flops += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:  # grad_weight: torch counts every (in, out) channel pair; a group sees its own
+        pair = (t(grad_out_shape), t(x_shape)) if transposed else (t(x_shape), t(grad_out_shape))
+        flops += conv_flop_count(*pair, t(out_shape[1]), False) // groups
+    return flops
+
+
 def flop_counter():
-    """A FlopCounterMode (no printout) that also counts in-place addmm_/baddbmm_."""
+    """A FlopCounterMode (no printout) that also counts in-place addmm_/baddbmm_ and counts a
+    grouped convolution's weight gradient per group."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     aten = torch.ops.aten
     return FlopCounterMode(display=False, custom_mapping={aten.addmm_: _inplace_addmm,
-                                                          aten.baddbmm_: _inplace_baddbmm})
+                                                          aten.baddbmm_: _inplace_baddbmm,
+                                                          aten.convolution_backward: _conv_backward})
 
 
 def build_model(spec: ModelSpec, device: str = "meta", seed: int = 0):
@@ -42,12 +64,19 @@ def build_model(spec: ModelSpec, device: str = "meta", seed: int = 0):
 
     cfg_dict = spec.to_hf_config()
     model_type = cfg_dict.pop("model_type")
-    cfg = AutoConfig.for_model(model_type, **cfg_dict)
+    # Token ids 0-2 exist in any vocabulary (Phi-3 and OLMo default to ids beyond a tiny one).
+    cfg = AutoConfig.for_model(model_type, pad_token_id=0, eos_token_id=1, bos_token_id=2, **cfg_dict)
+    # transformers 5 runs MoE experts through grouped_mm by default, which FlopCounterMode does
+    # not count. The eager loop over experts is counted (tokens x top-k, exactly) but needs real
+    # routing (nonzero); on the meta device batched_mm gathers each token's top-k experts and
+    # runs them as one bmm: the same count without data.
+    experts = {"experts_implementation": "batched_mm" if device == "meta" else "eager"} if spec.is_moe else {}
+    impl = {"attn_implementation": "eager", **experts}
     torch.manual_seed(seed)
     with torch.device(device):
         if spec.has_lm_head:
-            return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
-        return _RewardModel(AutoModel.from_config(cfg, attn_implementation="eager"), spec)
+            return AutoModelForCausalLM.from_config(cfg, **impl)
+        return _RewardModel(AutoModel.from_config(cfg, **impl), spec)
 
 
 def _reward_model_class():
@@ -78,13 +107,40 @@ def _RewardModel(backbone, spec):  # noqa: N802 - a factory that keeps torch out
 
 
 def add_lora(model, adapter: Adapter):
-    """Wrap `model` with a peft LoRA matching `adapter` (dropout 0); full adapters: unchanged."""
+    """Wrap `model` with a peft LoRA matching `adapter` (dropout 0); full adapters: unchanged.
+    Dotted targets (experts.gate_up_proj, gate.weight) go to peft's target_parameters."""
     if adapter.kind != "lora":
         return model
     from peft import LoraConfig, get_peft_model
 
+    from .flops import ALL_LINEAR
+
+    modules = [t for t in adapter.targets if "." not in t]
+    params = [t for t in adapter.targets if "." in t]
     return get_peft_model(model, LoraConfig(r=adapter.rank, lora_alpha=adapter.alpha or 2 * adapter.rank,
-                                            target_modules=list(adapter.targets), lora_dropout=0.0))
+                                            target_modules=ALL_LINEAR if modules == [ALL_LINEAR] else modules,
+                                            target_parameters=params or None, lora_dropout=0.0))
+
+
+def adapted_units(peft_model) -> list[tuple]:
+    """What PEFT really adapted, read back from its modules: sorted (layer, name, fan_in,
+    fan_out, rank, experts) -- the shape of suite.accounting.LoraUnit. A ParamWrapper's name is
+    its parameter (experts.gate_up_proj, gate.weight); nested wrappers are unrolled."""
+    out = []
+    for path, module in peft_model.named_modules():
+        lora_a = getattr(module, "lora_A", None)
+        if not lora_a or "default" not in lora_a or ".layers." not in path:
+            continue
+        layer = int(path.split(".layers.")[1].split(".")[0])
+        rank = module.r["default"]
+        if hasattr(module, "parameter_name"):  # peft ParamWrapper on a 3-D expert stack or a 2-D weight
+            owner = [p for p in path.split(".") if p != "base_layer"][-1]  # experts, gate, router
+            experts = module.num_experts if module.num_experts > 1 else 0
+            out.append((layer, f"{owner}.{module.parameter_name}", module.in_features, module.out_features,
+                        rank, experts))
+        else:
+            out.append((layer, path.split(".")[-1], module.in_features, module.out_features, rank, 0))
+    return sorted(out)
 
 
 def measure_forward(model, batch: int, length: int, device: str = "meta") -> int:
@@ -127,22 +183,27 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
 
 @contextlib.contextmanager
 def _meta_autocast(device: str):
-    """torch.is_autocast_enabled('meta') raises; TRL's fused head asks it. Answer False there."""
+    """torch.is_autocast_enabled('meta') raises; TRL's fused head asks it. Answer False there.
+    torch.autocast(device_type='meta') raises too; peft's expert-LoRA fold opens one (disabled):
+    on meta it is a no-op."""
     import torch
 
     if device != "meta":
         yield
         return
-    original = torch.is_autocast_enabled
+    original, original_autocast = torch.is_autocast_enabled, torch.autocast
 
     def patched(*args):
         return False if args and args[0] == "meta" else original(*args)
 
-    torch.is_autocast_enabled = patched
+    def autocast(device_type, *args, **kwargs):
+        return contextlib.nullcontext() if device_type == "meta" else original_autocast(device_type, *args, **kwargs)
+
+    torch.is_autocast_enabled, torch.autocast = patched, autocast
     try:
         yield
     finally:
-        torch.is_autocast_enabled = original
+        torch.is_autocast_enabled, torch.autocast = original, original_autocast
 
 
 def _padded_rows(prompt_lengths, completion_lengths, device):
@@ -191,5 +252,5 @@ def measure_generate(model, prompt_lengths: Sequence[int], completion_lengths: S
     return fc.get_total_flops()
 
 
-__all__ = ["flop_counter", "build_model", "add_lora", "measure_forward", "measure_train_pass",
+__all__ = ["flop_counter", "build_model", "add_lora", "adapted_units", "measure_forward", "measure_train_pass",
            "measure_generate"]

@@ -364,7 +364,7 @@ def moves_table(ms: list[Move]) -> str:
         f"{m.p_to:.3f} | {m.delta:+.3f} | {m.held} |\n" for m in ms)
 
 
-def _finish(fig, axes, used: int, title: str, out: Path, stem: str) -> list[Path]:
+def finish_figure(fig, axes, used: int, title: str, out: Path, stem: str) -> list[Path]:
     """Blank the unused panels, title the figure, save it as PNG and SVG and close it."""
     import matplotlib.pyplot as plt
 
@@ -424,8 +424,8 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
         ax.grid(alpha=0.3)
         if len(ax.get_lines()) <= 24:  # a legend for hundreds of lines helps nobody
             ax.legend(fontsize=6)
-    written += _finish(fig, axes, len(evals), "Score against update share per condition (★ best observed "
-                       "allocation)", out, "score_vs_update_share")
+    written += finish_figure(fig, axes, len(evals), "Score against update share per condition (★ best observed "
+                             "allocation)", out, "score_vs_update_share")
 
     fig, axes = plt.subplots(nrow, ncol, figsize=(5 * ncol, 3.8 * nrow), squeeze=False)
     series = sorted({(c.condition.params_total, c.condition.model, c.condition.reward_system) for c in cells})
@@ -445,7 +445,7 @@ def plot(rows: list[FrontierRow], cells: list[Cell], out: str | os.PathLike) -> 
         ax.set_ylabel("score")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    written += _finish(fig, axes, len(evals), "Score against total training FLOPs", out, "score_vs_total_flops")
+    written += finish_figure(fig, axes, len(evals), "Score against total training FLOPs", out, "score_vs_total_flops")
     return written
 
 

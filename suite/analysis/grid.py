@@ -214,23 +214,32 @@ def _path(value: str, base, where: str, what: str) -> str:
     return str(p.resolve())
 
 
-def load(path: str | os.PathLike) -> Grid:
-    """Read and check a grid file. A missing file or bad YAML raises RaceError naming it."""
+def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
+    """The parsed YAML of a `kind` file ("grid", "study"); a missing file (with the shipped ones
+    of tasks/<kind>s/ named) or bad YAML raises RaceError naming it."""
     import yaml
 
-    p = Path(path)
+    from ..paths import shipped
+
+    p = shipped(path)           # tasks/grids/X.yaml also names the shipped grid outside a checkout
     if not p.is_file():
         from ..paths import tasks
 
-        shipped = sorted(str(x) for x in (tasks() / "grids").glob("*.yaml")) if (tasks() / "grids").is_dir() else []
-        raise RaceError(f"grid file {path} does not exist",
-                        ("shipped grids: " + ", ".join(shipped)) if shipped else None)
+        folder = tasks() / f"{kind}s"
+        shipped = sorted(str(x) for x in folder.glob("*.yaml")) if folder.is_dir() else []
+        raise RaceError(f"{kind} file {path} does not exist",
+                        (f"shipped {kind} files: " + ", ".join(shipped)) if shipped else None)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise RaceError(f"grid {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),
+        raise RaceError(f"{kind} {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),
                         "check indentation and colons") from None
+
+
+def load(path: str | os.PathLike) -> Grid:
+    """Read and check a grid file. A missing file or bad YAML raises RaceError naming it."""
+    p, data = read_yaml(path, "grid")
     return grid_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
 
 

@@ -48,6 +48,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _dispatch(args) -> int:
+    """Run the command, once the data folders are found (a broken install is one error here, not
+    one per file later); an engine that is not installed names the extra that brings it."""
+    from ..paths import check_data
+
+    check_data()
+    try:
+        return int(args._run(args) or 0)
+    except ModuleNotFoundError as e:
+        from ..extras import extra_for, install_hint
+
+        extra = extra_for(e.name)
+        if extra is None:
+            raise
+        raise RaceError(f"this command needs the '{extra}' extra: {e.name} is not installed", install_hint(extra)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     first = next((a for a in argv if not a.startswith("-")), None)
@@ -57,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        return _dispatch(args)
     except RaceError as e:
         print(f"race {args.command}: error: {e.message}", file=sys.stderr)
         if e.hint:

@@ -262,7 +262,8 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     settings = GRPOSettings(group_size=1, prompts_per_step=len(prompt_lengths),
                             max_completion_tokens=max(generated_lengths), gradient_checkpointing=False)
     work = work_from_lengths(prompt_lengths, generated_lengths, settings, engine="generic",
-                             reward_lengths=scored if reward_model else None, iterations=0)
+                             reward_lengths=scored if reward_model else None, iterations=0,
+                             policy=policy, reward_model=reward_model)
     # No adapter: no LoRA branch runs, the base model's forward FLOPs only (priced as 'full').
     flops = phase_flops(work, policy, adapter_from_peft(adapter_cfg), settings, reward_model,
                         engine="generic", attention=attention)

@@ -300,7 +300,7 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                                 "import with the cell the run was launched from (race export verl CELL)")
             rtok = s.prompt_mean + s.completion_mean if reward_model is not None else None
             one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
-                                      reward_tokens=rtok)
+                                      reward_tokens=rtok, policy=policy, reward_model=reward_model)
             work = acc.add_work(*([one] * s.generations))
             passes = acc.pass_breakdown(work, policy, adapter, settings, reward_model, engine_profile, cell.attention)
             flops = dict.fromkeys(acc.PHASES, 0)
@@ -317,8 +317,9 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                           seconds=dict(s.seconds) or None, metrics=dict(s.metrics) or None)
             if engine == "verl":
                 n = round(s.sequences) if s.sequences else expected
-                verl_est += settings.num_iterations * round(
-                    acc.verl_update_flops(policy, [s.prompt_mean + s.completion_mean] * n))
+                est = acc.verl_update_flops(policy, [s.prompt_mean + s.completion_mean] * n)
+                # None: verl has no formula for this model type (it logs MFU 0)
+                verl_est = None if est is None or verl_est is None else verl_est + settings.num_iterations * round(est)
                 mfu = s.metrics.get("perf/mfu/actor")
                 if mfu is not None and s.update_seconds and s.gpus and mfu_flops is not None:
                     mfu_flops += mfu * peak_tflops * 1e12 * round(s.gpus) * s.update_seconds

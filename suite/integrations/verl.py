@@ -104,6 +104,8 @@ def launch_overrides(cell: "CellSpec", *, model_path: str | None = None, train_f
         "actor_rollout_ref.actor.kl_loss_coef": cell.beta,
         "actor_rollout_ref.actor.entropy_coeff": 0,
         "actor_rollout_ref.rollout.name": "vllm",
+        # the accounting's verl profile shares a prompt's prefill among its K completions (verl's default)
+        "actor_rollout_ref.rollout.enable_prefix_caching": "True",
         "actor_rollout_ref.rollout.n": cell.group_size,
         "actor_rollout_ref.rollout.temperature": cell.temperature,
         "actor_rollout_ref.rollout.tensor_model_parallel_size": cluster.rollout_tp,
@@ -120,10 +122,16 @@ def launch_overrides(cell: "CellSpec", *, model_path: str | None = None, train_f
         "trainer.test_freq": -1,
     }
     if cell.lora_rank:
+        params = [t for t in cell.lora_targets if "." in t]
+        if params:
+            raise RaceError(f"cell {cell.name}: LoRA targets {', '.join(params)} are peft target_parameters, which "
+                            f"verl {VERL_VERSION}'s model config cannot pass",
+                            "target gate_proj,up_proj,down_proj (peft moves them to the expert stacks) or all-linear")
+        targets = "all-linear" if tuple(cell.lora_targets) == ("all-linear",) else _list(cell.lora_targets)
         o.update({
             "actor_rollout_ref.model.lora_rank": cell.lora_rank,
             "actor_rollout_ref.model.lora_alpha": cell.lora_alpha if cell.lora_alpha is not None else 2 * cell.lora_rank,
-            "actor_rollout_ref.model.target_modules": _list(cell.lora_targets),
+            "actor_rollout_ref.model.target_modules": targets,
             # verl's LoRA + vLLM path loads the base weights itself and syncs only the adapter.
             "actor_rollout_ref.rollout.load_format": "safetensors",
             "actor_rollout_ref.rollout.layered_summon": "True",

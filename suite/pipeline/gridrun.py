@@ -89,17 +89,21 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
         torch.set_num_threads(int(threads))
     import contextlib
 
+    from ..record.timing import timed
+
     with (_LogTo(out / "log.txt") if log else contextlib.nullcontext()):
         if not report.is_file():
             from ..train.run import run_cell
 
             resume = (out / "ledger.jsonl").is_file() and (out / "cell.yaml").is_file()
-            run_cell(spec, out, resume=resume, progress=False, threads=threads)
+            with timed(out, "train", threads, resumed=resume):   # timing.json: what studies price cells with
+                run_cell(spec, out, resume=resume, progress=False, threads=threads)
         _declare_band(report, band)
         if not evaluated(report, ev):
             from ..evaluate.runs import evaluate_run
 
-            evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
+            with timed(out, "eval", threads):
+                evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
     from ..record.report import read_report
 
     done = read_report(report)

@@ -174,6 +174,11 @@ class Report:
         return self.get("grpo.group_size")
 
     @property
+    def num_iterations(self) -> int:
+        """grpo.num_iterations (mu): optimizer steps per generation batch."""
+        return int(self.number("grpo.num_iterations"))
+
+    @property
     def accounting(self) -> dict:
         """The accounting section: method, version, engine_profile, attention."""
         return self.get("accounting")
@@ -217,8 +222,17 @@ class Report:
 
     @property
     def seconds(self) -> dict[str, float]:
-        """totals.seconds: wall seconds per phase ({} when the run did not record them)."""
-        return {k: float(v) for k, v in (self.doc["totals"].get("seconds") or {}).items()}
+        """totals.seconds: wall seconds per phase."""
+        return dict(self.get("totals.seconds"))
+
+    @property
+    def completions(self) -> int:
+        """Rollouts generated (totals.work["count.completions"])."""
+        work = self.get("totals.work")
+        n = work.get("count.completions") if isinstance(work, dict) else None
+        if isinstance(n, bool) or not isinstance(n, int):   # the key has a dot: not a dotted path
+            raise RaceError(f"{self.name}: totals.work has no count.completions", CHECK_HINT)
+        return n
 
     @property
     def budget_flops(self) -> int | None:
@@ -316,9 +330,13 @@ def update_report(path: str | os.PathLike, change: Callable[[dict], Any], *,
 
 
 def model_entry(spec: "ModelSpec", name: str | None = None) -> dict:
-    """A report `model` object: name (default: the spec's), spec and exact parameter counts."""
-    return {"name": name or spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
-            "params_non_embedding": spec.params_non_embedding}
+    """A report `model` object: name (default: the spec's), spec and exact parameter counts (and,
+    for mixture-of-experts models, the active parameters a token runs through)."""
+    entry = {"name": name or spec.name, "spec": spec.to_dict(), "params_total": spec.params_total,
+             "params_non_embedding": spec.params_non_embedding}
+    if spec.is_moe:
+        entry["params_active"] = spec.params_active
+    return entry
 
 
 def totals_from(flops: Mapping[str, int], tokens: Mapping[str, int], work: Mapping[str, int], steps: int,

@@ -33,6 +33,10 @@ GRID = "grid-v1.schema.json"
 """A pilot grid file (tasks/grids/*.yaml)."""
 RUN_SPEC = "run-spec-v1.schema.json"
 """A run spec (race report --spec)."""
+STUDY = "study-v1.schema.json"
+"""A study file (tasks/studies/*.yaml)."""
+FINDINGS = "findings-v1.schema.json"
+"""The findings of a study (findings.json)."""
 
 
 @lru_cache(maxsize=None)
@@ -110,10 +114,10 @@ def check_report(doc: Mapping[str, Any]) -> None:
 
 
 # ---- spec files people write: one clear line for the first problem ------------------------------
-# The schemas of cells, grids and run specs word their own messages in x- keywords: x-error (a
+# The schemas of cells, grids, studies and run specs word their own messages in x- keywords: x-error (a
 # template for any keyword that fails at that node: {field}, {value!r}, {key}), x-hint,
 # x-unknown / x-known (a key that is not allowed; the allowed keys), x-aliases (other accepted
-# spellings, offered as suggestions), x-required / x-required-hint.
+# spellings, offered as suggestions), x-required (a template: {key}, {field}) / x-required-hint.
 
 _RANK = {"additionalProperties": 0, "required": 1}
 _NOUNS = {"object": "a mapping", "array": "a list", "string": "text", "integer": "an integer", "number": "a number",
@@ -196,7 +200,8 @@ def _explain(err) -> tuple[str, str | None]:
         return f"{node.get('x-unknown', 'unknown field')} {key!r}", hint
     if err.validator == "required":
         key = next(k for k in node["required"] if k not in err.instance)
-        return node.get("x-required", "required field {key!r} is missing").format(key=key), node.get("x-required-hint")
+        return (node.get("x-required", "required field {key!r} is missing").format(key=key, field=field),
+                node.get("x-required-hint"))
     template = node.get("x-error")
     if template is None:
         kind = node.get("type")
@@ -242,4 +247,4 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "report_problems", "check_report", "CELL", "GRID", "RUN_SPEC", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]
+           "report_problems", "check_report", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

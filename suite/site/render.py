@@ -119,7 +119,7 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         engine=r.engine,
         budget_band=band_label(r),
         scores={score_key(t, m): v for (t, m), v in r.scores().items()},
-        seconds=r.seconds,
+        seconds=dict(r.doc["totals"].get("seconds") or {}),
     )
 
 
@@ -181,7 +181,8 @@ def columns(score_keys: Sequence[str]) -> list[Column]:
 
 # --------------------------------------------------------------------------- Jinja
 
-def _csp_hash(text: str) -> str:
+def csp_hash(text: str) -> str:
+    """The Content-Security-Policy source of one inline style or script: sha256-BASE64."""
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
@@ -320,7 +321,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     cols = columns(all_score_keys(rows))
     col_index = {c.key: i for i, c in enumerate(cols)}
     common = {"version": __version__, "css": css, "nav": NAV, "n_submissions": len(entries),
-              "csp": {"style": _csp_hash(css), "script": _csp_hash(js)}}
+              "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
     size_order = sorted({(r.params, r.size_label) for r in rows})
     filters = [
         {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},

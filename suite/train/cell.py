@@ -227,7 +227,9 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
     raises RaceError naming it."""
     import yaml
 
-    p = Path(path)
+    from ..paths import shipped
+
+    p = shipped(path)           # tasks/cells/X.yaml also names the shipped cell outside a checkout
     if not p.is_file():
         hint = None
         cells = _home() and (_home() / "tasks" / "cells")

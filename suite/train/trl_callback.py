@@ -62,22 +62,18 @@ def policy_spec_of(model):
     return spec_from_config(cfg, Path(str(name)).name or "policy", where=str(name) or None)
 
 
-def adapter_of(model):
+def adapter_of(model, spec=None):
     """accounting.Adapter of the model the trainer trains: its PEFT LoRA (what PEFT really
-    adapted, read off the modules), or full fine-tuning."""
+    adapted, read off the modules: target_modules may be a list, a regex or "all-linear"; MoE
+    expert stacks are target_parameters), or full fine-tuning."""
     from ..accounting.adapters import adapter_from_peft
+    from ..accounting.reference import adapted_units
 
     peft_cfg = getattr(model, "peft_config", None)
     if not peft_cfg:
         return adapter_from_peft(None)
     cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
-    # Read back what PEFT adapted (target_modules may be a list, a regex or "all-linear").
-    adapted: dict[str, int] = {}
-    for name, module in model.named_modules():
-        if hasattr(module, "lora_A") and len(getattr(module, "lora_A", {})):
-            leaf = name.rsplit(".", 1)[-1]
-            adapted[leaf] = adapted.get(leaf, 0) + 1
-    return adapter_from_peft(cfg, adapted=adapted, num_layers=model.config.num_hidden_layers)
+    return adapter_from_peft(cfg, units=adapted_units(model), spec=spec or policy_spec_of(model))
 
 
 def settings_of(args):
@@ -98,14 +94,14 @@ def settings_of(args):
 
 
 def engine_of(model, args) -> str:
-    """Accounting engine profile of this trainer: `trl` where TRL's fused LM head runs its
-    Triton path (CUDA/XPU), `trl-cpu` elsewhere."""
+    """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
+    server or colocate), `trl` where TRL's fused LM head runs its Triton path (CUDA/XPU),
+    `trl-cpu` elsewhere."""
     from transformers.utils import is_triton_available
 
-    dev = next(model.parameters()).device.type
     if getattr(args, "use_vllm", False):
-        log.warning("race: no accounting profile models vLLM generation yet; the ledger counts the "
-                    "transformers-generate passes (padding, unmerged LoRA) instead")
+        return "trl-vllm"
+    dev = next(model.parameters()).device.type
     return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
 
 
@@ -302,7 +298,7 @@ class RaceLedger(TrainerCallback):
         ref = str(getattr(model.config, "_name_or_path", "") or "")
         self._policy_ref = ref if ref and Path(ref).is_dir() else None
         self.policy = self.policy or policy_spec_of(model)
-        self.adapter = self.adapter or adapter_of(model)
+        self.adapter = self.adapter or adapter_of(model, self.policy)
         self.settings = self.settings or settings_of(args)
         self.engine = self.engine or engine_of(model, args)
         self._tokens_seen = state.num_input_tokens_seen
@@ -343,7 +339,8 @@ class RaceLedger(TrainerCallback):
             if g["reward_lengths"]:
                 self._longest_reward = max(self._longest_reward, max(g["reward_lengths"]))
             work = work_from_lengths(g["prompts"], g["completions"], self.settings, self.engine,
-                                     g["reward_lengths"] or None, iterations=1, generation=True)
+                                     g["reward_lengths"] or None, iterations=1, generation=True,
+                                     policy=self.policy, reward_model=self.reward_model)
             rolled = min(self._t_generated or g["t_reward"], g["t_reward"])
             seconds = {"rollout": rolled - self._t_step, "reward": g["reward_seconds"],
                        "update": t_end - rolled - g["reward_seconds"]}
@@ -353,7 +350,7 @@ class RaceLedger(TrainerCallback):
                 raise RaceError(f"optimizer step {state.global_step} reused a generation the ledger never saw",
                                 "attach RaceLedger before training starts (and wrap a reward function)")
             work = work_from_lengths(last["prompts"], last["completions"], self.settings, self.engine,
-                                     None, iterations=1, generation=False)
+                                     None, iterations=1, generation=False, policy=self.policy)
             seconds = {"rollout": 0.0, "reward": 0.0, "update": t_end - self._t_step}
         flops = phase_flops(work, self.policy, self.adapter, self.settings, self.reward_model, self.engine,
                             self.attention)

@@ -21,14 +21,9 @@ def rules_markdown() -> str:
 
 def update(path) -> None:
     """Rewrite the generated block of `path` in place (atomically)."""
-    from pathlib import Path
+    from ..atomic import write_block_atomic
 
-    from ..atomic import write_text_atomic
-
-    text = Path(path).read_text()
-    head, rest = text.split(RULES_BEGIN, 1)
-    _, tail = rest.split(RULES_END, 1)
-    write_text_atomic(path, f"{head}{RULES_BEGIN}\n\n{rules_markdown()}\n{RULES_END}{tail}")
+    write_block_atomic(path, RULES_BEGIN, RULES_END, rules_markdown())
 
 
 if __name__ == "__main__":

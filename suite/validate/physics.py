@@ -146,9 +146,16 @@ def phase_recompute(ctx) -> Iterable[Issue]:
 @rule("PHYS-002", title="rollout FLOPs below 2·N per generated token", requires=("policy", "totals"))
 def rollout_floor(ctx) -> Iterable[Issue]:
     """Generating one token runs the whole network once: at least 2·N FLOPs with N the
-    policy's non-embedding parameters. Less rollout compute than 2·N·(generated tokens) is
-    impossible."""
+    policy's non-embedding parameters (mixture of experts: the ones a token runs, top-k of the
+    routed experts). Less rollout compute than 2·N·(generated tokens) is impossible."""
+    from ..errors import RaceError
+    from ..modelspec import ModelSpec
+
     n = ctx.doc["policy"]["params_non_embedding"]
+    try:
+        n -= ModelSpec.from_dict(ctx.doc["policy"]["spec"]).params_idle
+    except (RaceError, TypeError):
+        pass  # PHYS-006 reports unreadable specs
     gen = ctx.doc["totals"]["tokens"]["rollout_completion"]
     floor = 2 * n * gen
     got = ctx.doc["totals"]["flops"]["rollout"]
@@ -227,8 +234,9 @@ def _model_sections(doc):
 @rule("PHYS-006", title="parameter counts disagree with the model spec",
       requires=("policy", "reward", "evaluations"))
 def param_counts(ctx) -> Iterable[Issue]:
-    """`params_total` and `params_non_embedding` of the policy, the reward model and any judge
-    must equal the counts implied by their `spec` (exact, as the real model has them)."""
+    """`params_total` and `params_non_embedding` (and `params_active`, where given) of the
+    policy, the reward model and any judge must equal the counts implied by their `spec` (exact,
+    as the real model has them)."""
     from ..errors import RaceError
     from ..accounting.modelspec import ModelSpec
 
@@ -238,9 +246,9 @@ def param_counts(ctx) -> Iterable[Issue]:
         except (RaceError, TypeError) as e:
             yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.accounting.modelspec.ModelSpec.to_dict()")
             continue
-        for key in ("params_total", "params_non_embedding"):
+        for key in ("params_total", "params_non_embedding", "params_active"):
             want = getattr(spec, key)
-            if m[key] != want:
+            if key in m and m[key] != want:
                 yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
                             "copy the counts from `race flops --json` or suite.accounting.modelspec")
 
@@ -269,7 +277,11 @@ def catalog_identity(ctx) -> Iterable[Issue]:
 
 
 _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
-                "vocab_size", "tie_embeddings", "qkv_bias", "has_lm_head", "score_head", "score_bias", "o_bias", "mlp_bias")
+                "vocab_size", "tie_embeddings", "qkv_bias", "has_lm_head", "score_head", "score_bias", "o_bias", "mlp_bias",
+                "layer_types", "sliding_window", "v_head_dim", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+                "num_experts", "experts_per_token", "moe_intermediate_size", "shared_expert_intermediate_size",
+                "dense_mlp_layers", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                "linear_value_head_dim", "linear_conv_kernel")
 """ModelSpec fields that decide FLOPs and parameter counts (the name may differ: hub ids)."""
 
 

@@ -133,7 +133,11 @@ def iter_folder(folder: Path) -> list[Path]:
 
 def validate_path(path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES, stdin=None) -> list[Finding]:
     """Validate a report (.json), a ledger (.jsonl), a folder (recursive) or "-" (standard
-    input, read as a report; its ledger is resolved against the current folder)."""
+    input, read as a report; its ledger is resolved against the current folder). A broken install
+    (the schemas not found) raises one RaceError here instead of an INTERNAL finding per file."""
+    from ..paths import home
+
+    home()
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
         data = stream.read(max_bytes + 1)

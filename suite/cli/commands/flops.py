@@ -28,15 +28,18 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
         m.add_argument("--model", metavar="NAME",
                        help="policy from the built-in catalog (see `race flops --list-models`), e.g. Qwen2.5-1.5B-Instruct")
         m.add_argument("--config", metavar="PATH",
-                       help="policy from a Hugging Face config.json (or the folder holding it): Qwen2, Llama, Mistral")
+                       help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, Qwen3-MoE, "
+                            "Qwen3-Next, Qwen3.5, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
+                            "DeepSeek-V3, gpt-oss")
         m.add_argument("--list-models", action="store_true", help="print the catalog names with parameter counts and exit")
     p.add_argument("--lora-rank", type=int, default=64, metavar="R",
                    help="LoRA rank; 0 means full fine-tuning (default: 64)")
     p.add_argument("--lora-alpha", type=float, default=None, metavar="A",
                    help="LoRA alpha, recorded only: it scales the adapter, costs no FLOPs (default: 2*R)")
     p.add_argument("--lora-targets", default=None, metavar="LIST",
-                   help="comma-separated projections to adapt (default: all seven: "
-                        "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj)")
+                   help="comma-separated peft target_modules (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
+                        "down_proj), or all-linear; adapted as peft does on the model (MoE: gate/up/down become the "
+                        "expert stacks)")
     p.add_argument("--group-size", type=int, default=PAPER_DEFAULTS["group_size"], metavar="K",
                    help="completions per prompt (default: 2, as in the paper)")
     p.add_argument("--prompts-per-step", type=int, default=PAPER_DEFAULTS["prompts_per_step"], metavar="B",
@@ -58,7 +61,8 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
     p.add_argument("--reward-tokens", type=count_arg, default=None, metavar="R",
                    help="tokens the reward model scores per completion (default: P + C)")
     p.add_argument("--engine", default="trl", metavar="PROFILE",
-                   help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA), trl-cpu, generic "
+                   help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA, transformers generate), "
+                        "trl-vllm (TRL with vLLM generation: prefix caching, no padding), trl-cpu, generic "
                         "(useful work only), verl (default: trl)")
     p.add_argument("--attention", default="causal", choices=("causal", "full"),
                    help="attention FLOP convention: causal counts the lower triangle, full the whole square (default: causal)")
@@ -96,6 +100,7 @@ def compute(policy, args) -> dict:
     """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.modelspec import load_spec
+    from suite.record.report import model_entry
 
     get_engine(args.engine)
     adapter = adapter_from_args(args)
@@ -109,9 +114,8 @@ def compute(policy, args) -> dict:
     total = s.total
     return {
         "method": METHOD, "version": VERSION, "engine_profile": args.engine, "attention": args.attention,
-        "policy": {"name": policy.name, "params_total": policy.params_total,
-                   "params_non_embedding": policy.params_non_embedding, "spec": policy.to_dict()},
-        "adapter": adapter.to_report(policy),
+        "policy": model_entry(policy),
+        "adapter": {**adapter.to_report(policy), "adapted": adapted_summary(policy, adapter)},
         "grpo": settings.to_dict(),
         "reward": None if reward is None else {"name": reward.name, "params_total": reward.params_total,
                                                "spec": reward.to_dict()},
@@ -123,8 +127,27 @@ def compute(policy, args) -> dict:
         "total": {"flops": {**{k: v * n for k, v in s.flops.items()}, "total": total * n},
                   "tokens": {k: v * n for k, v in s.tokens.items()}},
         "shares": {k: (v / total if total else 0.0) for k, v in s.flops.items()},
+        "expert_lora_folds": _fold_flops(policy, adapter, settings, args, s.work),
         "update_share": s.update_share,
     }
+
+
+def _fold_flops(policy, adapter, settings, args, work) -> int:
+    """FLOPs of one step spent folding expert LoRAs per forward call (the work's *.calls terms)."""
+    from suite.accounting import coefficients
+
+    table = coefficients(policy, adapter, settings, None, args.engine, args.attention)
+    return sum(c * work.get(k, 0) for _, _, coef in table for k, c in coef.items() if k.endswith(".calls"))
+
+
+def adapted_summary(policy, adapter) -> dict:
+    """What peft adapts: {module or parameter name: layers}, and the targets that adapt nothing."""
+    from suite.accounting import lora_units, unmatched_targets
+
+    out: dict = {}
+    for u in lora_units(policy, adapter):
+        out[u.name] = out.get(u.name, 0) + 1
+    return {"modules": out, "unmatched_targets": unmatched_targets(policy, adapter)} if adapter.kind == "lora" else {}
 
 
 def sci(x: float) -> str:
@@ -138,19 +161,35 @@ def render(d: dict, show_passes: bool) -> str:
 
     pol, ad, g = d["policy"], d["adapter"], d["grpo"]
     if ad["type"] == "lora":
-        what = f"LoRA r={ad['rank']} on {len(ad['targets'])} projections ({fmt_params(ad['trainable_params'])} trainable)"
+        mods = ad["adapted"]["modules"]
+        on = ", ".join(f"{m} x{n}" for m, n in mods.items()) if len(mods) <= 12 else f"{len(mods)} module kinds"
+        what = f"LoRA r={ad['rank']} on {on} ({fmt_params(ad['trainable_params'])} trainable)"
     else:
         what = f"full fine-tuning ({fmt_params(ad['trainable_params'])} trainable)"
+    size = f"{fmt_params(pol['params_total'])} params"
+    if "params_active" in pol:
+        sp = pol["spec"]
+        size += (f", {fmt_params(pol['params_active'])} active: {sp['experts_per_token']} of {sp['num_experts']} experts "
+                 "per token")
     rw = "rule reward (0 FLOPs)" if d["reward"] is None else \
         f"reward model {d['reward']['name']} ({fmt_params(d['reward']['params_total'])}) over {d['means']['reward_tokens']:g} tokens"
     lines = [
-        f"policy {pol['name']} ({fmt_params(pol['params_total'])} params), {what}",
+        f"policy {pol['name']} ({size}), {what}",
         f"GRPO step: B={g['prompts_per_step']} prompts x K={g['group_size']} completions, P={d['means']['prompt_tokens']:g}, "
         f"C={d['means']['completion_tokens']:g} tokens; mu={g['num_iterations']}, beta={g['beta']:g}, gradient checkpointing "
         f"{'on' if g['gradient_checkpointing'] else 'off'}; {rw}",
         f"engine profile {d['engine_profile']}, attention {d['attention']}, 1 multiply-add = 2 FLOPs",
         "",
     ]
+    folded = d.get("expert_lora_folds", 0)
+    if folded:
+        lines.insert(1, f"note: peft folds the LoRA into the expert stacks once per forward call (every decode step of "
+                        f"transformers generate): {sci(folded)} FLOPs, {folded / d['per_step']['flops']['total']:.1%} of "
+                        "the step; vLLM rollouts (--engine trl-vllm) apply it per routed token")
+    miss = ad.get("adapted", {}).get("unmatched_targets")
+    if miss:
+        lines.insert(1, f"note: {pol['name']} has no {', '.join(miss)}: peft adapts only the target names that exist "
+                        "(--lora-targets all-linear, or name its modules)")
     n = d["steps"]
     tok = d["per_step"]["tokens"]
     tok_txt = {"rollout": f"{tok['rollout_prompt']:,} prompt + {tok['rollout_completion']:,} generated",
@@ -176,8 +215,10 @@ def list_models() -> str:
     rows = []
     for n in catalog_names():
         s = load_spec(n)
-        kind = "policy" if s.has_lm_head else "reward model"
-        rows.append(f"{n:<28}{fmt_params(s.params_total):>8}  {kind}")
+        kind = ("policy" if s.has_lm_head else "reward model") + f", {s.model_type}"
+        if s.is_moe:
+            kind += f", MoE: {fmt_params(s.params_active)} active"
+        rows.append(f"{n:<32}{fmt_params(s.params_total):>8}  {kind}")
     return "\n".join(rows)
 
 

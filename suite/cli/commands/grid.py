@@ -58,10 +58,9 @@ def grid_eval(g, limit=None, targets=None):
     return ev
 
 
-def run(args) -> int:
-    from suite.analysis import grid
-    from suite.pipeline import gridrun
-
+def check_runner(args, what: str = "grid") -> None:
+    """The runner options (--workers, --threads, the ray executor's) and --out, checked; `race
+    study` shares them."""
     if args.workers < 1:
         raise RaceError(f"--workers must be >= 1, got {args.workers}")
     if args.threads is not None and args.threads < 1:
@@ -72,7 +71,14 @@ def run(args) -> int:
     if args.gpus_per_cell < 0:
         raise RaceError(f"--gpus-per-cell must be >= 0, got {args.gpus_per_cell:g}")
     if not args.plan and not args.out:
-        raise RaceError("--out DIR is required to run a grid", "or pass --plan to only print the plan")
+        raise RaceError(f"--out DIR is required to run a {what}", "or pass --plan to only print the plan")
+
+
+def run(args) -> int:
+    from suite.analysis import grid
+    from suite.pipeline import gridrun
+
+    check_runner(args)
     g = grid.load(args.grid)
     ev = grid_eval(g, args.limit, args.targets)
     gp = grid.plan_grid(g)

@@ -20,6 +20,9 @@ def plan(budget: float, policies, args) -> list[dict]:
         steps = int(budget // per_step)
         rows.append({
             "model": policy.name, "params_total": policy.params_total,
+            # MoE: active parameters buy tokens (they set FLOPs per step), total parameters set memory
+            "params_active": policy.params_active if policy.is_moe else policy.params_total,
+            "weights_gb_bf16": 2 * policy.params_total / 1e9,
             "trainable_params": d["adapter"]["trainable_params"],
             "flops_per_step": per_step, "steps": steps,
             "rollouts": steps * d["grpo"]["group_size"] * d["grpo"]["prompts_per_step"],
@@ -38,13 +41,19 @@ def render(budget: float, rows: list[dict], args) -> str:
     lines = [f"budget {budget:.3e} FLOPs; {lora}; B={args.prompts_per_step} x K={args.group_size}, P={args.prompt_tokens:g}, "
              f"C={args.completion_tokens:g}, mu={args.num_iterations}, beta={args.beta:g}; engine {args.engine}, "
              f"attention {args.attention}", ""]
-    head = f"{'model':<26}{'params':>8}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}{'update tokens':>15}{'p':>8}"
+    head = (f"{'model':<30}{'params':>8}{'active':>8}{'weights':>9}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}"
+            f"{'update tokens':>15}{'p':>8}")
     lines += [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['model']:<26}{fmt_params(r['params_total']):>8}{sci(r['flops_per_step']):>12}{r['steps']:>10,}"
-                     f"{r['rollouts']:>12,}{r['update_tokens']:>15,}{r['update_share']:>8.3f}")
+        active = fmt_params(r["params_active"]) if r["params_active"] != r["params_total"] else "="
+        lines.append(f"{r['model']:<30}{fmt_params(r['params_total']):>8}{active:>8}{r['weights_gb_bf16']:>7.1f}GB"
+                     f"{sci(r['flops_per_step']):>12}{r['steps']:>10,}{r['rollouts']:>12,}{r['update_tokens']:>15,}"
+                     f"{r['update_share']:>8.3f}")
     if any(r["steps"] == 0 for r in rows):
         lines.append("\n0 steps: the budget buys less than one step of that model.")
+    if any(r["params_active"] != r["params_total"] for r in rows):
+        lines.append("MoE: active parameters (top-k experts) buy tokens -- they set FLOPs per step; total parameters set "
+                     "memory (weights = 2 bytes per parameter, bf16, before optimizer state and activations).")
     lines.append("p = C_update / C_total of a step; steps are whole GRPO steps (one generation batch and its mu updates).")
     return "\n".join(lines)
 

@@ -1,0 +1,76 @@
+"""`race findings DIR`: the findings table of a study folder (or an exported one), recomputed from
+its reports and per-sample logs: claims (a)-(f) with verdicts, intervals, RACE on a held-out budget."""
+
+from __future__ import annotations
+
+from suite.cli import command
+from suite.errors import RaceError
+
+
+@command("findings", help="the findings of a study, from the reports and per-sample logs under DIR: every "
+                          "allocation with bootstrap 95%% intervals, the best allocation per condition with the "
+                          "probability it is best, RACE validated on the held-out budget, and the paper's claims "
+                          "(a)-(f) marked reproduced / not reproduced / inconclusive")
+def configure(p):
+    p.epilog = ("Writes findings.json (the data), findings.md and findings.html (its presentation) and "
+                "frontier_intervals.png/.svg. Settings come from DIR/study.json when there is one; the flags "
+                "override them. Same files, same settings: the same bytes. How to read them: docs/findings.md.")
+    p.add_argument("directory", metavar="DIR", help="a study folder (race study --out) or an exported one (--export)")
+    p.add_argument("--out", metavar="OUT", help="where the findings go (default: DIR)")
+    p.add_argument("--export", metavar="DEST",
+                   help="first copy DIR's reports, trimmed per-sample logs (scores only) and study.json to DEST — a "
+                        "folder small enough to commit — then write the findings there")
+    p.add_argument("--check", action="store_true",
+                   help="recompute and compare with the findings.json and findings.md already in OUT; exit 1 when "
+                        "they differ (nothing is written)")
+    p.add_argument("--replicates", type=int, metavar="N", help="bootstrap replicates (default 2000)")
+    p.add_argument("--race-replicates", type=int, metavar="N", help="replicates of the RACE replay (default 500)")
+    p.add_argument("--seed", type=int, metavar="N", help="seed of the resampling plan (default 2607)")
+    p.add_argument("--pilot", type=float, metavar="FLOPS", help="pilot budget (default: the study's, else the smallest)")
+    p.add_argument("--validation", type=float, metavar="FLOPS",
+                   help="held-out validation budget (default: the study's, else the largest)")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    return run
+
+
+def _overrides(args) -> dict:
+    """The analysis settings given as flags (None: not given), each checked."""
+    out = {}
+    for flag in ("replicates", "race_replicates", "seed", "pilot", "validation"):
+        v = getattr(args, flag)
+        if v is not None:
+            if v < 0 or (v < 1 and flag != "seed"):
+                raise RaceError(f"--{flag.replace('_', '-')} must be " + ("non-negative" if flag == "seed" else
+                                                                          "positive") + f", got {v:g}")
+            out[flag] = int(v)
+    return out
+
+
+def run(args) -> int:
+    import shutil
+    from pathlib import Path
+
+    from suite.analysis.evidence import export
+    from suite.analysis.study import STUDY_FILE
+    from suite.pipeline.studyrun import stale_findings, write_findings
+    from suite.site.findings import claims_text
+
+    directory = Path(args.directory)
+    if args.export:
+        dest = Path(args.export)
+        export(directory, dest)
+        if (directory / STUDY_FILE).is_file():
+            shutil.copyfile(directory / STUDY_FILE, dest / STUDY_FILE)
+        directory = dest
+    out = Path(args.out) if args.out else directory
+    if args.check:
+        stale = stale_findings(directory, out, **_overrides(args))
+        if stale:
+            print(f"{', '.join(stale)} in {out} differ from the findings recomputed from {directory}")
+            return 1
+        print(f"findings in {out} match the runs under {directory}")
+        return 0
+    doc, paths = write_findings(directory, out, plots=not args.no_plots, **_overrides(args))
+    print(claims_text(doc))
+    print("Wrote " + ", ".join(str(p) for p in paths))
+    return 0

@@ -1,0 +1,238 @@
+"""suite.analysis.findings and .holdout on runs made in memory: the decision rule of every claim, RACE's
+held-out replay, byte-for-byte reproducibility, the document's schema and its pages (suite.site.findings).
+suite.analysis.evidence on run folders written here."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from suite.analysis import findings
+from suite.analysis.evidence import Run, load_runs, read_run
+from suite.analysis.findings import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Settings, analyse
+from suite.errors import RaceError
+from suite.site import findings as page
+
+N = 250
+SIZES = {"small": 200_000, "large": 1_000_000}
+P = {"u1": 0.77, "u2": 0.89, "u4": 0.94, "u8": 0.97}
+
+
+def _scores(mean: float, seed: int, n: int = N) -> np.ndarray:
+    """n per-problem 0/1 scores with exactly round(mean * n) ones, shuffled by seed."""
+    k = int(round(mean * n))
+    x = np.array([1.0] * k + [0.0] * (n - k))
+    np.random.default_rng(seed).shuffle(x)
+    return x
+
+
+def make_run(model="small", budget=10**12, reward="sparse", label="u1", seed=0, pass1=0.4, judge=None,
+             native=None, steps=None, p=None) -> Run:
+    """A run with the given means on one target (pass@1, process judge and native reward)."""
+    params = SIZES[model]
+    judge = pass1 if judge is None else judge
+    native = pass1 if native is None else native
+    h = zlib.crc32(f"{model}{budget}{reward}{label}".encode()) % 1000
+    scores = {("easy", "pass@1"): _scores(pass1, seed + h), ("easy", "process_judge"): _scores(judge, seed + h + 1),
+              ("easy", "native_reward"): _scores(native, seed + h + 2)}
+    share = 0.0 if reward != "prm" else (0.6 if model == "small" else 0.25)
+    base = 100 if model == "small" else 20
+    return Run(path=f"{model}-{budget:.0e}-{reward}-{label}-s{seed}", model=model, params=params,
+               band=(int(budget * 0.75), budget), reward=reward, reward_kind="prm" if reward == "prm" else "rule",
+               label=label, lora_rank=8, group_size=4, mu=int(label[1:]) if label[1:].isdigit() else 1, seed=seed,
+               p=P.get(label, 0.8) if p is None else p, reward_share=share, steps=steps or base,
+               completions=(steps or base) * 32, flops=budget, judge="prm",
+               scores=scores, values={k: float(v.mean()) for k, v in scores.items()})
+
+
+def grid(means: dict, seeds=(0, 1, 2), **kw) -> list[Run]:
+    """Runs for each (model, budget, reward, label) -> pass@1 mean (or a dict of run fields)."""
+    out = []
+    for (model, budget, reward, label), m in means.items():
+        fields = m if isinstance(m, dict) else {"pass1": m}
+        out += [make_run(model, budget, reward, label, s, **{**kw, **fields}) for s in seeds]
+    return out
+
+
+FAST = Settings(replicates=300, race_replicates=60)
+
+
+def judged(runs, cid: str, settings=FAST) -> dict:
+    return findings.CLAIMS[cid].judge(findings.with_holdout(analyse(runs, settings)))
+
+
+def test_claim_a_reads_reward_shares():
+    runs = grid({("small", 10**12, "sparse", "u1"): 0.4, ("small", 10**12, "prm", "u1"): 0.4}, seeds=(0,))
+    r = judged(runs, "a")
+    assert r["verdict"] == REPRODUCED and r["evidence"]["rule_max_share"] == 0
+    weak = [make_run(reward="prm"), make_run()]
+    weak[0] = Run(**{**weak[0].__dict__, "reward_share": 0.01})
+    assert judged(weak, "a")["verdict"] == NOT_REPRODUCED
+    assert judged(grid({("small", 10**12, "sparse", "u1"): 0.4}), "a")["verdict"] == INCONCLUSIVE
+
+
+def test_claim_b_compares_matched_runs():
+    runs = grid({("small", 10**12, "sparse", "u1"): 0.4, ("large", 10**12, "sparse", "u1"): 0.4})
+    r = judged(runs, "b")
+    assert r["verdict"] == REPRODUCED and r["evidence"]["pairs"] == 3
+    assert r["evidence"]["step_ratio"]["max"] == pytest.approx(0.2)
+    same = grid({("small", 10**12, "sparse", "u1"): {"steps": 50}, ("large", 10**12, "sparse", "u1"): {"steps": 50}})
+    assert judged(same, "b")["verdict"] == NOT_REPRODUCED
+
+
+@pytest.mark.parametrize("small, large, verdict", [(0.60, 0.30, REPRODUCED), (0.30, 0.60, NOT_REPRODUCED),
+                                                   (0.42, 0.40, INCONCLUSIVE)])
+def test_claim_c_small_against_large(small, large, verdict):
+    runs = grid({("small", 10**12, "sparse", "u1"): small, ("small", 10**12, "sparse", "u2"): small - 0.05,
+                 ("large", 10**12, "sparse", "u1"): large, ("large", 10**12, "sparse", "u2"): large - 0.05})
+    r = judged(runs, "c")
+    assert r["verdict"] == verdict, r["summary"]
+
+
+def test_claim_d_needs_a_significant_reversal_for_every_factor():
+    B, V = 10**12, 4 * 10**12
+    flip = {}
+    for model in SIZES:
+        for budget in (B, V):
+            for reward in ("sparse", "prm"):
+                # u1 wins for the small model at the pilot budget with the sparse reward, u4 elsewhere...
+                up = model == "small" and budget == B and reward == "sparse"
+                flip[model, budget, reward, "u1"] = 0.7 if up else 0.2
+                flip[model, budget, reward, "u4"] = 0.2 if up else 0.7
+    r = judged(grid(flip), "d")
+    ev = r["evidence"]
+    assert ev["model"]["verdict"] == ev["budget"]["verdict"] == ev["reward"]["verdict"] == REPRODUCED
+    assert ev["target"]["verdict"] == INCONCLUSIVE and ev["target"]["tests"] == 0   # one target only
+    assert r["verdict"] == INCONCLUSIVE
+    same = {k: (0.7 if k[3] == "u4" else 0.2) for k in flip}
+    r = judged(grid(same), "d")
+    assert r["evidence"]["model"]["verdict"] == NOT_REPRODUCED and r["verdict"] == NOT_REPRODUCED
+
+
+def test_claim_e_metric_reversal():
+    runs = grid({("small", 10**12, "sparse", "u1"): {"pass1": 0.7, "judge": 0.2},
+                 ("small", 10**12, "sparse", "u4"): {"pass1": 0.2, "judge": 0.7}})
+    r = judged(runs, "e")
+    assert r["verdict"] == REPRODUCED and len(r["evidence"]["reversals"]) == 1
+    agree = grid({("small", 10**12, "sparse", "u1"): 0.7, ("small", 10**12, "sparse", "u4"): 0.2})
+    assert judged(agree, "e")["verdict"] == NOT_REPRODUCED
+    close = grid({("small", 10**12, "sparse", "u1"): {"pass1": 0.42, "judge": 0.40},
+                  ("small", 10**12, "sparse", "u4"): {"pass1": 0.40, "judge": 0.42}})
+    assert judged(close, "e")["verdict"] == INCONCLUSIVE
+
+
+def _holdout_runs(pilot: dict, val: dict) -> list[Run]:
+    B, V = 10**12, 4 * 10**12
+    means = {}
+    for label in P:
+        means["small", B, "sparse", label] = pilot[label]
+        means["small", V, "sparse", label] = val[label]
+    return grid(means)
+
+
+def test_race_holdout_hits_when_the_validation_budget_agrees():
+    rising = {"u1": 0.2, "u2": 0.4, "u4": 0.6, "u8": 0.8}
+    r = judged(_holdout_runs(rising, rising), "f")
+    s = r["evidence"]["summary"]
+    assert r["verdict"] == REPRODUCED and s["trials"] == 2 and s["hits"] == 2   # pass@1 and the judge
+    assert s["hit_rate"]["low"] == 1.0 and s["mean_regret"]["value"] == 0.0
+    t = r["evidence"]["trials"][0]
+    assert (t["regime"], t["side"], t["truth_side"], t["chosen"], t["best"]) == \
+        ("high-update", "high", "high", "u8", "u8")
+    falling = {k: 1.0 - v for k, v in rising.items()}
+    r = judged(_holdout_runs(rising, falling), "f")
+    assert r["verdict"] == NOT_REPRODUCED and r["evidence"]["summary"]["hits"] == 0
+    assert r["evidence"]["summary"]["mean_regret"]["low"] > 0.5        # picked u8, u1 was best by 0.6
+
+
+def test_race_holdout_needs_three_common_allocations():
+    runs = grid({("small", 10**12, "sparse", "u1"): 0.4, ("small", 10**12, "sparse", "u2"): 0.5,
+                 ("small", 4 * 10**12, "sparse", "u1"): 0.4, ("small", 4 * 10**12, "sparse", "u2"): 0.5})
+    r = judged(runs, "f")
+    assert r["verdict"] == INCONCLUSIVE and r["evidence"]["trials"] == []
+
+
+def test_one_budget_holds_nothing_out():
+    rising = {"u1": 0.2, "u2": 0.4, "u4": 0.6, "u8": 0.8}
+    runs = grid({("small", 10**12, "sparse", k): v for k, v in rising.items()})
+    r = judged(runs, "f")
+    assert r["verdict"] == INCONCLUSIVE and r["evidence"]["trials"] == [] and "larger" in r["summary"]
+
+
+def test_findings_are_byte_identical_whatever_the_order_of_the_runs():
+    runs = _holdout_runs({"u1": 0.3, "u2": 0.5, "u4": 0.45, "u8": 0.4}, {"u1": 0.35, "u2": 0.45, "u4": 0.5, "u8": 0.4})
+    a = findings.to_json(findings.findings(analyse(runs, FAST)))
+    b = findings.to_json(findings.findings(analyse(list(reversed(runs)), FAST)))
+    assert a == b
+    doc = json.loads(a)
+    assert [c["id"] for c in doc["claims"]] == list("abcdef")
+    assert all(c["verdict"] in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE) for c in doc["claims"])
+    for c in doc["conditions"]:
+        assert sum(a["prob_best"] for a in c["allocations"]) == pytest.approx(1.0, abs=1e-3)
+        for a in c["allocations"]:
+            assert a["score"]["low"] <= a["score"]["value"] <= a["score"]["high"]
+    findings.check(doc)                                   # the document follows schemas/findings-v1
+    md, html = page.markdown(doc), page.html(doc)
+    assert "| claim | verdict |" in md and "## RACE validated on the held-out budget" in md
+    assert html.count("<tr class=\"v-") == 6 and "<script" not in html
+
+
+def test_a_document_off_its_schema_is_not_written(tmp_path):
+    doc = findings.findings(analyse(grid({("small", 10**12, "sparse", "u1"): 0.4}), FAST))
+    doc["claims"][0]["verdict"] = "sort of"
+    with pytest.raises(RaceError, match=r"at \$\.claims\[0\]\.verdict"):
+        page.write(doc, tmp_path, plots=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_presentation_escapes_what_it_shows():
+    runs = grid({("small", 10**12, "sparse", "<b>u1</b>"): 0.4, ("small", 10**12, "sparse", "u2"): 0.5}, seeds=(0,))
+    html = page.html(findings.findings(analyse(runs, FAST)))
+    assert "<b>u1</b>" not in html and "&lt;b&gt;u1&lt;/b&gt;" in html
+
+
+def test_a_seed_twice_is_refused():
+    runs = grid({("small", 10**12, "sparse", "u1"): 0.4}, seeds=(0, 0))
+    with pytest.raises(RaceError, match="share allocation, budget and seed"):
+        analyse(runs, FAST)
+
+
+# ---------------------------------------------------------------- evidence on disk
+
+
+def _write_run(folder, mean_in_report: float, scores: list[float]):
+    folder.mkdir(parents=True)
+    doc = {"run": {"label": "u1", "seed": 0}, "policy": {"name": "small", "params_total": 10},
+           "budget": {"flops": 100, "band": {"low": 75, "high": 100}}, "reward": {"system": "sparse", "kind": "rule"},
+           "adapter": {"rank": 8}, "grpo": {"group_size": 4, "num_iterations": 1},
+           "totals": {"update_share": 0.8, "shares": {"reward": 0.0}, "steps": 3, "flops": {"total": 99},
+                      "work": {"count.completions": 96}},
+           "evaluations": [{"target": "arith-easy-250:first-4", "metric": "pass@1", "value": mean_in_report}]}
+    (folder / "report.json").write_text(json.dumps(doc))
+    (folder / "eval").mkdir()
+    (folder / "eval" / "arith-easy-250.samples.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, "doc": {"q": "..."}, "race": {"pass@1": s}}) + "\n"
+                for i, s in reversed(list(enumerate(scores)))))
+
+
+def test_evidence_reads_per_problem_scores_in_doc_order(tmp_path):
+    _write_run(tmp_path / "cells" / "a", 0.5, [1, 0, 0, 1])
+    (run,) = load_runs(tmp_path)
+    assert run.path == "cells/a" and run.completions == 96
+    assert run.scores["arith-easy-250:first-4", "pass@1"].tolist() == [1, 0, 0, 1]
+
+
+def test_evidence_refuses_a_log_that_disagrees_with_its_report(tmp_path):
+    _write_run(tmp_path / "a", 0.75, [1, 0, 0, 1])
+    with pytest.raises(RaceError, match="averages 0.5"):
+        read_run(tmp_path / "a", tmp_path)
+
+
+def test_evidence_refuses_a_run_without_logs(tmp_path):
+    _write_run(tmp_path / "a", 0.5, [1, 0, 0, 1])
+    (tmp_path / "a" / "eval" / "arith-easy-250.samples.jsonl").unlink()
+    with pytest.raises(RaceError, match="no per-problem scores"):
+        load_runs(tmp_path)
