@@ -5,16 +5,18 @@ a run of the suite with the baseline stored for this machine kind.
 A benchmark run is pytest-benchmark's JSON (`--benchmark-json`); the stored baseline
 benchmarks/baselines/<machine-kind>.json is the same JSON. Each benchmark's `extra_info` holds
 the cell's figures (FLOPs and tokens per phase, steps, final training reward, a probe
-evaluation), the library versions and the cell's settings. The gate judges each figure by its
-class (TOLERANCES):
+evaluation, achieved FLOP/s and utilization per phase), the same-run calibration, the library
+versions and the cell's settings. The gate judges each figure by its class (TOLERANCES):
 
 - exact: FLOPs and token counts per phase and the steps taken must equal the baseline. Same
   seeds, same threads, same library versions -> same tokens sampled -> same counts.
 - absolute tolerance: the final training reward, the probe's pass@1, process judge and native
   reward (float noise across BLAS builds; a real drift moves them further).
-- time: the median of the timed cell run may be at most `slower_pct` percent above the
-  baseline's median (pytest-benchmark's `--benchmark-compare-fail=median:N%`, the same check
-  object); speed-ups never fail.
+- time: the cell's median seconds divided by the reference seconds measured around it (a fixed
+  amount of matmul work timed just before and just after the cell, suite.accounting.utilization
+  .probe) may be at most `slower_pct` percent above the baseline's quotient. Absolute seconds are
+  recorded, not judged: they move with the machine and its load, the quotient far less.
+  Speed-ups never fail.
 
 When a figure moved and the library versions (or the cell's settings) differ from the
 baseline's, the moved row names them.
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from suite.accounting.utilization import Ceiling, achieved, machine_kind, utilization  # noqa: F401 (machine_kind: the gate's API)
 from suite.errors import RaceError
 
 #: Libraries whose versions every benchmark records (a change names itself next to moved figures).
@@ -42,8 +45,11 @@ LIBRARIES = ("torch", "transformers", "trl", "peft", "lm-eval")
 #: The evaluation target of the probe and the torch threads every reference cell runs with.
 PROBE_TARGET = "arith-easy-250"
 BENCH_THREADS = 1
-#: Default of the time check: fail when the median is more than this many percent slower.
+#: Default of the time check: fail when the median, in reference units, is more than this many percent slower.
 DEFAULT_SLOWER_PCT = 100
+#: The reference workload every cell's time is divided by: this many FLOPs of fp32 matmuls at
+#: BENCH_THREADS threads, at the ceiling rate measured just before and just after the cell.
+REFERENCE_FLOPS = 1e10
 
 
 # ------------------------------------------------------------------------------ the cells
@@ -166,10 +172,11 @@ def weights_digest(folder: str | os.PathLike) -> str:
     return files_sha256(files)[:16] if files else "none"
 
 
-def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
+def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True, ceiling: float | None = None) -> dict:
     """The benchmark's extra_info from a finished run folder: FLOPs and tokens per phase
     (report.json totals), steps, the last step's training reward (the cell's own reward
-    system), the probe evaluation (unless probe=False), versions and settings."""
+    system), step seconds and achieved FLOP/s per phase (and utilization of `ceiling` FLOP/s
+    when given), the probe evaluation (unless probe=False), versions and settings."""
     import time
 
     from suite.record.ledger import read_ledger
@@ -179,13 +186,19 @@ def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
     report = read_report(out / "report.json")
     records = read_ledger(out / "ledger.jsonl").records
     rewards = [r["metrics"]["reward"] for r in records if (r.get("metrics") or {}).get("reward") is not None]
+    seconds = {k: float(v) for k, v in (report.doc["totals"].get("seconds") or {}).items()}
+    rates = achieved(report.flops, seconds)
     info: dict[str, Any] = {
         "cell": bc.name,
         "flops": {k: int(v) for k, v in report.flops.items()},
         "tokens": {k: int(v) for k, v in report.tokens.items()},
         "steps": len(records),
         "final_reward": rewards[-1] if rewards else None,
+        "seconds": seconds,
+        "rate": {k: v for k, v in rates.items() if v is not None},
     }
+    if ceiling:
+        info["utilization"] = {k: v for k, v in utilization(rates, ceiling).items() if v is not None}
     if probe:
         from suite.evaluate.runs import evaluate_run
 
@@ -196,6 +209,20 @@ def figures(bc: BenchCell, out: str | os.PathLike, probe: bool = True) -> dict:
     info["versions"] = versions()
     info["settings"] = settings_of(bc)
     return info
+
+
+def calibration(before: Ceiling, after: Ceiling) -> dict:
+    """The same-run calibration of one cell: the matmul ceiling measured just before and just
+    after it (their mean is the ceiling the cell's utilization and time are judged by)."""
+    rate = (before.flops_per_second + after.flops_per_second) / 2
+    return {"flops_per_second": rate, "reference_seconds": REFERENCE_FLOPS / rate,
+            "before": before.flops_per_second, "after": after.flops_per_second, "threads": before.threads,
+            "load": before.load}
+
+
+def time_figures(median: float, cal: Mapping[str, float]) -> dict:
+    """The timed run in seconds and in reference units (what the time check judges)."""
+    return {"seconds": median, "ratio": median / cal["reference_seconds"]}
 
 
 # ------------------------------------------------------------------------------ tolerances
@@ -249,18 +276,6 @@ def flatten(info: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ files
-
-
-def machine_kind() -> str:
-    """This machine's kind: python-<cores>core-<cpu|gpu> (e.g. python-2core-cpu)."""
-    gpu = False
-    try:
-        import torch
-
-        gpu = torch.cuda.is_available()
-    except ImportError:
-        pass
-    return f"python-{os.cpu_count() or 1}core-{'gpu' if gpu else 'cpu'}"
 
 
 def baselines_dir() -> Path:
@@ -443,10 +458,7 @@ def compare(baseline: dict, now: dict, *, slower_pct: int | None = DEFAULT_SLOWE
     baseline that did not run are not judged (the fast lane runs a subset); a cell that ran but
     is missing from the baseline fails. slower_pct=None skips the time check; `only` limits the
     judged figures to these names or prefixes (ending in '.')."""
-    from pytest_benchmark.utils import parse_compare_fail
-
     base_b, now_b = _benchmarks_of(baseline), _benchmarks_of(now)
-    time_check = parse_compare_fail(f"median:{int(slower_pct)}%") if slower_pct is not None else None
     rows: list[Row] = []
     compared = []
     for cell, nb in now_b.items():
@@ -469,11 +481,21 @@ def compare(baseline: dict, now: dict, *, slower_pct: int | None = DEFAULT_SLOWE
                 continue
             ok, rule = verdict
             rows.append(Row(cell, fig, b, n, ok, rule, "" if ok else note))
-        if time_check is not None:
-            fail = time_check.fails(nb["stats"], bb["stats"])
-            rows.append(Row(cell, "time.median (s)", bb["stats"]["median"], nb["stats"]["median"], not fail,
-                            f"median +{int(slower_pct)}%", "" if not fail else "slower than the threshold"))
+        if slower_pct is not None:
+            rows.append(_time_row(cell, bi, ni, slower_pct))
     return Comparison(tuple(rows), tuple(compared))
+
+
+def _time_row(cell: str, base: Mapping, now: Mapping, slower_pct: int) -> Row:
+    """The time check of one cell: its seconds in reference units against the baseline's."""
+    b, n = (base.get("time") or {}).get("ratio"), (now.get("time") or {}).get("ratio")
+    rule = f"+{int(slower_pct)}% in reference units"
+    if not _num(b) or not _num(n):
+        which = "the baseline" if not _num(b) else "this run"
+        return Row(cell, "time (reference units)", b, n, False, rule,
+                   f"{which} has no same-run calibration: refresh the baseline with race bench --update-baseline")
+    ok = n / b * 100 - 100 <= slower_pct
+    return Row(cell, "time (reference units)", b, n, ok, rule, "" if ok else "slower than the threshold")
 
 
 def _figure_order(fig: str) -> tuple:
@@ -516,3 +538,32 @@ def format_table(result: Comparison) -> str:
     out.append(f"{'FAILED' if n_fail else 'passed'}: {n_fail} failing of {len(result.rows)} rows; "
                f"{len(result.compared)} cells compared")
     return "\n".join(out)
+
+
+def format_rates(doc: dict) -> str:
+    """What each cell of a run achieved: GFLOP/s per phase and, against the same-run ceiling,
+    utilization; the timed run in seconds and in reference units."""
+    head = ("cell", "rollout GFLOP/s", "update GFLOP/s", "reward GFLOP/s", "util rollout", "util update",
+            "ceiling GFLOP/s", "time s", "time (ref units)")
+    lines = []
+    for name, b in sorted(_benchmarks_of(doc).items()):
+        i = b["extra_info"]
+        rate, util = i.get("rate") or {}, i.get("utilization") or {}
+        cal, t = i.get("calibration") or {}, i.get("time") or {}
+
+        def g(v):
+            return "-" if v is None else f"{v / 1e9:.2f}"
+
+        def p(v):
+            return "-" if v is None else f"{v:.0%}"
+
+        lines.append((name, g(rate.get("rollout")), g(rate.get("update")), g(rate.get("reward")),
+                      p(util.get("rollout")), p(util.get("update")), g(cal.get("flops_per_second")),
+                      "-" if t.get("seconds") is None else f"{t['seconds']:.2f}",
+                      "-" if t.get("ratio") is None else f"{t['ratio']:.1f}"))
+    widths = [max(len(x[k]) for x in [head, *lines]) for k in range(len(head))]
+
+    def fmt(cols):
+        return "  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(cols, widths)))
+
+    return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths)), *map(fmt, lines)])

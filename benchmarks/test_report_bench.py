@@ -1,17 +1,15 @@
-"""Report timings: building a report from a 10,000-step ledger in under 1 s.
-Run: .venv/bin/python -m pytest benchmarks/test_report_bench.py
-
-Limits are checked on the median wall time and, because this 2-core machine is shared, also
-reported as CPU time (extra_info) so a busy neighbour can be told from a regression."""
+"""Report timings: building a report from a 10,000-step ledger, as a ratio to parsing the
+ledger's lines in the same run (benchmarks/ratio.py; CPU time: the machine is shared).
+Run: .venv/bin/python -m pytest benchmarks/test_report_bench.py -s"""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
+from benchmarks.ratio import Limit, check, interleaved
 from suite import paths
 from suite.record.report import build_report
 
@@ -38,17 +36,20 @@ def ledger_10k(tmp_path_factory):
     return write_big_ledger(tmp_path_factory.mktemp("l") / "ledger.jsonl", 10_000)
 
 
+#: Measured 2026-12-01 (2 cores, load ~3): 1.2x.
+BUILD_10K = Limit(3.0, "every line parsed (the reference: json.loads of each line), summed per phase, the file "
+                       "hashed and the report checked against its schema: about 1.2x; 3x means a second "
+                       "pass over the ledger or per-record schema validation")
+
+
+def _parse_lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for line in f if json.loads(line))
+
+
 def test_build_report_10k_steps(benchmark, ledger_10k):
-    cpu = []
-
-    def build():
-        c = time.process_time()
-        doc = build_report(ledger_10k, SPEC, created="2026-11-29T20:00:00Z")
-        cpu.append(time.process_time() - c)
-        return doc
-
-    doc = benchmark.pedantic(build, rounds=3, iterations=1)
+    timing = interleaved(benchmark, lambda: build_report(ledger_10k, SPEC, created="2026-11-29T20:00:00Z"),
+                         lambda: _parse_lines(ledger_10k), rounds=3)
+    doc = timing.result
     assert doc["totals"]["steps"] == 10_000 and doc["ledger"]["records"] == 10_000
-    benchmark.extra_info["cpu_s_min"] = min(cpu)
-    assert min(cpu) < 1.0
-    assert benchmark.stats.stats.median < 1.0
+    check(benchmark, timing, BUILD_10K)

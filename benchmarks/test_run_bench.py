@@ -1,5 +1,6 @@
-"""Timing of `race run`: the smallest reference cell at its default budget in under 60 s on
-2 CPU cores (interpreter start and model loading included), and the ledger's overhead under
+"""Timing of `race run`: the smallest reference cell at its default budget, as a ratio to what
+it cannot avoid, measured in the same run (benchmarks/ratio.py): an interpreter importing the
+training stack, plus the cell's own step seconds (its ledger). And the ledger's overhead under
 1% of step time (the same cell trained with and without the callback, in one run)."""
 
 from __future__ import annotations
@@ -12,31 +13,44 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.ratio import Limit, Timing, check
 from suite.paths import tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALLEST = tasks() / "cells" / "s-sparse.yaml"
 RACE = [sys.executable, "-c", "import sys; from suite.cli import main; sys.exit(main())"]
+IMPORTS = [sys.executable, "-c", "import torch, transformers, trl, peft, datasets"]
+#: Measured 2026-12-01 (2 cores, load ~2.9): 1.19x (38.4 s against 32.2 s).
+RUN = Limit(1.6, "on top of the imports and the steps: the tokenizer and model loaded, the dataset's longest "
+                 "prompt measured, the trainer built, a checkpoint after every step, the adapter and the "
+                 "report written: about 1.2x; 1.6x means per-cell start-up (or per-step checkpoint cost) came back")
 
 
-def test_smallest_reference_cell_under_60s(benchmark, tmp_path):
+def test_smallest_reference_cell(benchmark, tmp_path):
     from suite.record.ledger import read_ledger
 
     env = dict(os.environ, PYTHONWARNINGS="ignore")
+    imports = []
+
+    def floor():
+        t = time.perf_counter()
+        subprocess.run(IMPORTS, cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+        imports.append(time.perf_counter() - t)
 
     def run():
         out = tmp_path / f"run-{time.monotonic_ns()}"
         r = subprocess.run([*RACE, "run", str(SMALLEST), "--out", str(out), "--no-progress"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
         return out
 
-    out = benchmark.pedantic(run, rounds=1, iterations=1)
+    out = benchmark.pedantic(run, setup=floor, rounds=1, iterations=1)
     recs = read_ledger(out / "ledger.jsonl").records
-    benchmark.extra_info["steps"] = len(recs)
-    benchmark.extra_info["flops"] = sum(sum(r["flops"].values()) for r in recs)
+    steps = sum(sum(r["seconds"].values()) for r in recs)
     assert len(recs) >= 5
-    assert benchmark.stats.stats.max < 60.0
+    check(benchmark, Timing(benchmark.stats.stats.max, min(imports) + steps), RUN, steps=len(recs),
+          step_seconds=round(steps, 3), import_seconds=round(min(imports), 3),
+          flops=sum(sum(r["flops"].values()) for r in recs))
 
 
 def test_ledger_overhead_under_1_percent(benchmark, tmp_path):

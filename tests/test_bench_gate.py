@@ -113,14 +113,36 @@ def _with(**changes) -> dict:
     return info
 
 
-def test_time_check_is_pytest_benchmarks_median_percentage_and_only_slowdowns_fail():
-    from pytest_benchmark.utils import parse_compare_fail
+def _timed(seconds: float, reference_seconds: float) -> dict:
+    """INFO as a run whose cell took `seconds` while the same-run reference took `reference_seconds`."""
+    return _with(time={"seconds": seconds, "ratio": seconds / reference_seconds})
 
-    check = parse_compare_fail("median:100%")
-    for now, fails in ((10.0, False), (19.9, False), (20.5, True), (3.0, False)):
-        result = bench.compare(doc(INFO, 10.0), doc(INFO, now), slower_pct=100)
-        assert result.failed == fails == bool(check.fails({"median": now}, {"median": 10.0}))
-        assert [r.figure for r in result.rows] == ["time.median (s)"]
+
+def test_time_check_judges_reference_units_and_only_slowdowns_fail():
+    base = doc(_timed(10.0, 0.25), 10.0)  # 40 reference units
+    # A loaded (or slower) machine: the cell and its reference slowed down together -> passes.
+    assert not bench.compare(base, doc(_timed(25.0, 0.625), 25.0), slower_pct=100).failed
+    for seconds, fails in ((10.0, False), (19.9, False), (20.5, True), (3.0, False)):
+        result = bench.compare(base, doc(_timed(seconds, 0.25), seconds), slower_pct=100)
+        assert result.failed == fails
+        assert [r.figure for r in result.rows] == ["time (reference units)"]
+    # A baseline without a same-run calibration cannot judge time: it says how to refresh it.
+    (row,) = bench.compare(doc(INFO), doc(_timed(10.0, 0.25)), slower_pct=100).rows
+    assert not row.ok and "race bench --update-baseline" in row.note
+
+
+def test_calibration_and_rates_of_a_cell():
+    from suite.accounting.utilization import Ceiling
+
+    cal = bench.calibration(Ceiling(40e9, 1, "m"), Ceiling(60e9, 1, "m"))
+    assert cal["flops_per_second"] == 50e9 and cal["reference_seconds"] == bench.REFERENCE_FLOPS / 50e9
+    assert bench.time_figures(4.0, cal)["ratio"] == 4.0 / cal["reference_seconds"]
+    info = _with(rate={"rollout": 5e9, "update": 20e9}, utilization={"rollout": 0.1, "update": 0.4},
+                 calibration=cal, time=bench.time_figures(4.0, cal))
+    table = bench.format_rates(doc(info))
+    assert "5.00" in table and "20.00" in table and "10%" in table and "40%" in table and "50.00" in table
+    # Rates, utilization and the calibration are recorded, never judged.
+    assert not bench.compare(doc(INFO), doc(info), slower_pct=None).rows
 
 
 def test_tolerances_and_version_notes():

@@ -182,6 +182,7 @@ def test_finished_cells_are_not_rerun(models, stats, tmp_path):
     out = tmp_path / "grid"
     first = gridrun.run(planned, out, g.evaluation, threads=1, progress=False, grid=g)
     assert first.ran == ("s-6e8-sparse-lo-s0",) and not first.failed, first.failed
+    assert 0 < first.job_seconds["s-6e8-sparse-lo-s0"] < first.wall_seconds and first.threads == 1
     folder = out / "cells" / "s-6e8-sparse-lo-s0"
     report = json.loads((folder / "report.json").read_text())
     assert report["budget"]["band"] == {"low": 60_000_000, "high": 600_000_000}

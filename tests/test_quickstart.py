@@ -36,13 +36,24 @@ def reduced(tmp_path_factory):
     return f, d / "out"
 
 
-def test_reduced_quickstart_end_to_end(reduced, capsys):
+def test_reduced_quickstart_end_to_end(reduced, capsys, tmp_path, monkeypatch):
     import jsonschema
 
+    from suite.accounting.utilization import Ceiling, machine_kind, save_ceiling
+
+    monkeypatch.setenv("RACE_CALIBRATION", str(tmp_path / "calibration.json"))
+    save_ceiling(Ceiling(50e9, 1, machine_kind(), 512, "2026-12-01T00:00:00Z", 0.5))
     grid_file, out = reduced
     assert main(["quickstart", "--grid", str(grid_file), "--out", str(out), "--no-progress", "--threads", "1"]) == 0
     printed = capsys.readouterr().out
     assert "3 cells: 3 run now, 0 already evaluated" in printed
+    # throughput: achieved GFLOP/s per phase of every cell, utilization of the stored ceiling, the wall
+    for cid in ("tiny-1e9-prm-mu1-s0", "tiny-1e9-prm-mu2-s0", "tiny-1e9-prm-mu3-s0"):
+        totals = json.loads((out / "cells" / cid / "report.json").read_text())["totals"]
+        row = [line for line in printed.splitlines() if line.startswith(cid)][-1].split()
+        rate = totals["flops"]["update"] / totals["seconds"]["update"]
+        assert f"{rate / 1e9:.2f}" in row and f"{rate / 50e9:.0%}" in row
+    assert "over the fp32 matmul ceiling, 50.0 GFLOP/s" in printed and "x the cells' step seconds" in printed
 
     doc = json.loads((out / "race.json").read_text())
     schema = json.loads((schemas() / "race-v1.schema.json").read_text())

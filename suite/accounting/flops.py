@@ -479,6 +479,9 @@ def _check_attention(attention: str) -> None:
 
 def _check_lengths(values: Sequence, what: str, minimum: int = 1, integral: bool = True,
                    scalar: bool = False) -> list:
+    if integral and values and set(map(type, values)) == {int} and min(values) >= minimum \
+            and max(values) <= MAX_TOKENS:
+        return list(values)  # the ledger's per-step path: plain ints, checked at C speed
     out = []
     for i, v in enumerate(values):
         name = what if scalar else f"{what}[{i}]"

@@ -365,10 +365,47 @@ def _generate(lm, manager, name: str, limit: int | None) -> tuple[dict, list[dic
 
     logging.getLogger("lm_eval").setLevel(logging.ERROR)  # its per-task notices drown the progress bars
     lm.label = name  # the progress bar's name
-    result = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=manager, limit=limit,
-                                     apply_chat_template=True, log_samples=True, bootstrap_iters=0,
-                                     verbosity="ERROR")
+    with _env_info_once():
+        result = lm_eval.simple_evaluate(model=lm, tasks=[name], task_manager=manager, limit=limit,
+                                         apply_chat_template=True, log_samples=True, bootstrap_iters=0,
+                                         verbosity="ERROR")
     return result, sorted(result["samples"][name], key=lambda s: s["doc_id"])
+
+
+_ENV_INFO: dict = {}
+
+
+@contextmanager
+def _env_info_once():
+    """lm-eval's simple_evaluate collects the environment (torch's collect_env: `pip list` and
+    other subprocesses, 0.7-1.4 s on 2 cores) on every call; it cannot change within a process,
+    so a grid worker that evaluates many cells collects it once and copies it into each result."""
+    import lm_eval.evaluator as ev
+
+    real = ev.add_env_info
+
+    def once(storage: dict) -> None:
+        if not _ENV_INFO:
+            real(_ENV_INFO)
+        storage.update(_ENV_INFO)
+
+    ev.add_env_info = once
+    try:
+        yield
+    finally:
+        ev.add_env_info = real
+
+
+def _same_scorer(native, judge) -> bool:
+    """Whether the native reward system would score exactly as the judge: the same PRM class,
+    model folder, aggregate, batch size and device."""
+    import torch
+
+    def device(system):  # None: the PRM's own choice (suite.train.prm.PRM.load)
+        return system.device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+    return type(native) is type(judge) and Path(native.model_path).resolve() == Path(judge.model_path).resolve() \
+        and (native.aggregate, native.batch_size, device(native)) == (judge.aggregate, judge.batch_size, device(judge))
 
 
 def _score(config: EvalConfig, name: str, samples: list[dict], tokenizer, adapter_cfg, judge, judge_path,
@@ -397,8 +434,11 @@ def _score(config: EvalConfig, name: str, samples: list[dict], tokenizer, adapte
     per_sample = {"pass@1": passed, "process_judge": judged, "judge_tokens": judge_tokens,
                   "prompt_tokens": prompt_lens, "generated_tokens": gen_lens}
     if native is not None:
-        scores = native(prompts, completions, **columns)
-        tokens = list(native.last_scored_lengths)
+        if _same_scorer(native, judge):  # a PRM cell trained on the judge's own model: score once
+            scores, tokens = judged, judge_tokens
+        else:
+            scores = native(prompts, completions, **columns)
+            tokens = list(native.last_scored_lengths)
         model_based = native.kind != "rule"
         flops = eval_flops(config.model, adapter_cfg, prompt_lens, gen_lens, native.model_path, tokens,
                            config.attention)[1] if model_based else 0

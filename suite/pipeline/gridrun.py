@@ -122,6 +122,12 @@ class GridResult:
     """Cells already finished and evaluated before this call."""
     failed: Mapping[str, str] = field(default_factory=dict)
     """Cell id -> first line of its error (the full text in the cell's error.txt)."""
+    job_seconds: Mapping[str, float] = field(default_factory=dict)
+    """Cell id -> wall seconds its job (train and evaluate) ran in its worker, for cells run now."""
+    wall_seconds: float = 0.0
+    """Wall seconds of this call."""
+    threads: int = 1
+    """torch threads per cell."""
 
 
 def cell_dir(out: str | os.PathLike, cell: GridCell) -> Path:
@@ -159,8 +165,11 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     Finished cells (a report with evaluations for every target) are skipped; a cell that
     crashed resumes from its checkpoint. A failed cell does not stop the others; failures are
     returned (and their tracebacks written to the cell's error.txt)."""
+    import time
+
     from .executors import Job, Resources, run_jobs
 
+    t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_plan(planned, out, grid)
@@ -179,11 +188,13 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
         bar = tqdm(total=len(planned), initial=len(done), unit="cell", desc=f"grid {grid.name if grid else out.name}",
                    dynamic_ncols=True)
         bar.set_postfix_str(f"FLOPs {spent:.3g}/{total_budget:.3g}")
-    ran, failed = [], {}
+    ran, failed, seconds = [], {}, {}
     try:
         options = {"workers": workers} if executor == "local" else {"address": address}
         for r in (run_jobs(jobs, executor, **options) if jobs else ()):
             folder = out / CELLS_DIR / r.key
+            if r.status == "ok":
+                seconds[r.key] = r.seconds
             if r.ok:
                 ran.append(r.key)
                 spent += _spent(folder / "report.json")
@@ -198,4 +209,22 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     finally:
         if bar is not None:
             bar.close()
-    return GridResult(out, tuple(ran), tuple(pc.cell.id for pc in done), failed)
+    return GridResult(out, tuple(ran), tuple(pc.cell.id for pc in done), failed, seconds,
+                      time.perf_counter() - t0, threads)
+
+
+def throughput(planned: Sequence[PlannedCell], result: GridResult) -> str:
+    """The grid's throughput table (suite.analysis.throughput): achieved FLOP/s per phase and
+    cell, utilization of this machine's stored matmul ceiling at the cells' threads (when
+    `race bench --calibrate` measured one), and the wall time against the cells' step seconds."""
+    from ..accounting.utilization import stored_ceiling
+    from ..analysis.throughput import cell_rates, table
+
+    ceiling = stored_ceiling(result.threads)
+    rate = ceiling.flops_per_second if ceiling else None
+    rows = cell_rates({pc.cell.id: cell_dir(result.out, pc.cell) / "report.json" for pc in planned}, rate,
+                      result.job_seconds)
+    note = (f"{result.threads} thread{'s' * (result.threads > 1)}, race bench --calibrate {ceiling.measured}, "
+            f"load {ceiling.load}") if ceiling else ""
+    wall = result.wall_seconds if result.ran and not result.skipped else None
+    return table(rows, ceiling=rate, wall=wall, ceiling_note=note)

@@ -95,6 +95,8 @@ class Quickstart:
     """Cells run by this call."""
     skipped: int = 0
     """Cells already evaluated before this call (resumed runs skip them)."""
+    throughput: str = ""
+    """The grid's throughput table (suite.pipeline.gridrun.throughput): FLOP/s and utilization per phase."""
 
 
 def _rows(planned, out: Path) -> list[Row]:
@@ -193,7 +195,8 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
     rows = _rows(planned, out)
     targets = tuple(sorted({t for r in rows for (m, t) in r.scores if m == PASS1}))
     prefs = preferences(frontier.frontier(cells_))
-    return Quickstart(out, tuple(rows), targets, tuple(prefs), paths, tuple(notes), len(res.ran), len(res.skipped))
+    return Quickstart(out, tuple(rows), targets, tuple(prefs), paths, tuple(notes), len(res.ran), len(res.skipped),
+                      gridrun.throughput(planned, res))
 
 
 # ---------------------------------------------------------------- presentation
@@ -253,6 +256,9 @@ def summary_text(qs: Quickstart) -> str:
               "judge: process judge (min step reward)", "", "What the pilot grid shows (read, not asserted):"]
     lines += [f"  - {x}" for x in findings(qs)]
     lines += [f"  - note: {n}" for n in qs.notes]
+    if qs.throughput:
+        lines += ["", "Throughput (achieved FLOP/s per phase; step s: seconds inside optimizer steps; job s: train "
+                      "and evaluate):", qs.throughput]
     lines += ["", "Wrote:"]
     width = max(len(k) for k in qs.paths)
     lines += [f"  {k:<{width}}  {v}" for k, v in qs.paths.items()]

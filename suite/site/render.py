@@ -64,7 +64,7 @@ class Row:
     origin: str = "submitted run"  #: "reference cell" for the suite's own tiny cells, else "submitted run"
     notes: str = ""              #: run.notes
     hardware: Hardware | None = None  #: the hardware section, if any (accelerator, count, peak, time)
-    seconds: dict[str, float] = field(default_factory=dict)  #: totals.seconds per phase, when given
+    seconds: dict[str, float] = field(default_factory=dict)  #: totals.seconds: wall seconds per phase, if recorded
 
     @property
     def total_flops(self) -> int:
@@ -75,6 +75,13 @@ class Row:
     def utilization(self) -> float | None:
         """Total FLOPs over the declared accelerators' peak for the time held; None without hardware."""
         return None if self.hardware is None else self.hardware.utilization(self.total_flops)
+
+    @property
+    def flops_per_second(self) -> dict[str, float | None]:
+        """Achieved FLOP/s per phase and in total (FLOPs over seconds; None without seconds)."""
+        from ..accounting.utilization import achieved
+
+        return achieved(self.flops, self.seconds)
 
     @property
     def series(self) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__, paths
+from ..accounting import PHASES
 from ..errors import RaceError
 from .formatting import all_score_keys, fixed, pct, sci, thousands
 from .render import Row, row_from_report
@@ -58,7 +59,14 @@ def _table_env(fmt: str):
         mant, _, exp = f"{float(n):.2e}".partition("e")
         return Markup(f"${mant}\\times10^{{{int(exp)}}}$")
 
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci)
+    def gflops(rates):
+        """Achieved GFLOP/s of rollout / update / reward ("—" for a phase without FLOPs or seconds)."""
+        def one(v):
+            return "—" if v is None else f"{v / 1e9:,.0f}" if v >= 1e11 else f"{v / 1e9:.3g}"
+
+        return " / ".join(one(rates.get(ph)) for ph in PHASES)
+
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci, gflops=gflops)
     return env
 
 
@@ -89,7 +97,7 @@ def table_record(r: Row) -> dict[str, Any]:
             "adapter": r.adapter, "lora_rank": r.lora_rank, "group_size": r.group_size, "steps": r.steps,
             "flops": r.flops, "shares": r.shares, "update_share": r.update_share, "tokens": r.tokens,
             "accounting": r.accounting, "attention": r.attention, "budget_band": r.budget_band,
-            "scores": r.scores}
+            "scores": r.scores, "seconds": r.seconds, "flops_per_second": r.flops_per_second}
 
 
 def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: bool = True) -> str:

@@ -206,11 +206,9 @@ class _PRMSystem(RewardSystem):
 
     @property
     def prm(self):
-        """The loaded PRM (loaded on first use)."""
+        """The loaded PRM (loaded on first use; shared within the process, see _shared_prm)."""
         if self._prm is None:
-            from .prm import PRM
-
-            self._prm = PRM.load(self.model_path, device=self.device)
+            self._prm = _shared_prm(self.model_path, self.device)
         return self._prm
 
     def score(self, prompts, texts, answers, kwargs):
@@ -225,6 +223,27 @@ class _PRMSystem(RewardSystem):
             lengths[i] = s.tokens
         self.last_scored_lengths = lengths
         return rewards
+
+
+#: Loaded PRMs of this process, most recent last: (folder, device, weight files' stamps) -> PRM.
+_PRMS: dict[tuple, object] = {}
+_PRMS_KEPT = 2
+
+
+def _shared_prm(path: str, device: str | None):
+    """A frozen PRM loaded once per process: a grid worker scores every cell with the same judge
+    and the same reward model (read-only, inference mode). Keyed by the weight files' sizes and
+    mtimes, so a rebuilt model is loaded again; the two most recent stay loaded."""
+    from .prm import PRM
+
+    folder = Path(path).resolve()
+    key = (str(folder), device, tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                                      for f in sorted(folder.glob("*.safetensors"))))
+    prm = _PRMS.pop(key, None) or PRM.load(path, device=device)
+    _PRMS[key] = prm
+    while len(_PRMS) > _PRMS_KEPT:
+        _PRMS.pop(next(iter(_PRMS)))
+    return prm
 
 
 @reward_system("prm")

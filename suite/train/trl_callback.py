@@ -35,9 +35,11 @@ longest seen so far, model rewards over twice prompt + completion) and stops tra
 bound would cross the budget. So a run never exceeds its budget when `max_prompt_tokens` is
 given (race run passes the dataset's longest prompt); the price is at most one step left unbought.
 
-Timing: rollout seconds run from the step's start to the reward step (they include the
-old-policy and reference forwards, which TRL runs before scoring); reward seconds are the reward
-calls; update seconds the rest of the step.
+Timing: rollout seconds run from the step's start to the end of TRL's generation call; reward
+seconds are the reward calls; update seconds the rest of the step, the old-policy and reference
+forwards included (TRL runs them between generating and scoring, and the ledger prices them as
+update FLOPs, so FLOPs / seconds is each phase's achieved rate). A trainer without TRL's
+`_generate` method times rollout up to its reward step instead.
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ class RaceLedger(TrainerCallback):
         self._last_gen: dict | None = None  # lengths of the generation batch being reused (mu > 1)
         self._tokens_seen = None
         self._t_step = 0.0
+        self._t_generated: float | None = None  # when this step's generation call returned
         self._longest_prompt = 0
         self._longest_reward = 0
         self._warned = set()
@@ -234,8 +237,22 @@ class RaceLedger(TrainerCallback):
         if specs:
             self.reward_model = self.reward_model or next(iter(specs.values()))
         self._reward_ref["system"] = "+".join(names) if len(names) > 1 else (names[0] if names else "custom")
+        generate = getattr(trainer, "_generate", None)
+        if callable(generate) and not getattr(generate, "_race_wrapped", False):
+            trainer._generate = self._timed_generation(generate)
         trainer.add_callback(self)
         return self
+
+    def _timed_generation(self, generate: Callable) -> Callable:
+        """TRL's generation call, noting when it returns (the end of the rollout phase)."""
+
+        def timed(*args, **kwargs):
+            out = generate(*args, **kwargs)
+            self._t_generated = time.perf_counter()
+            return out
+
+        timed._race_wrapped = True
+        return timed
 
     def _observe_reward_step(self, trainer, funcs) -> None:
         """See every generation where TRL scores it: `_calculate_rewards(inputs, prompts,
@@ -441,6 +458,7 @@ class RaceLedger(TrainerCallback):
         """A new optimizer step: start its clock."""
         self._in_step = True
         self._gen = None
+        self._t_generated = None
         self._t_step = time.perf_counter()
         self._t_step_begin_done = time.perf_counter()
 
@@ -461,8 +479,9 @@ class RaceLedger(TrainerCallback):
                                      g["reward_lengths"] or None, iterations=1, generation=True,
                                      reward_widths=g["reward_widths"] or None, policy=self.policy,
                                      reward_model=self.reward_model)
-            seconds = {"rollout": g["t_reward"] - self._t_step, "reward": g["reward_seconds"],
-                       "update": t_end - g["t_reward"] - g["reward_seconds"]}
+            rolled = min(self._t_generated or g["t_reward"], g["t_reward"])
+            seconds = {"rollout": rolled - self._t_step, "reward": g["reward_seconds"],
+                       "update": t_end - rolled - g["reward_seconds"]}
         else:
             last = self._last_gen
             if last is None:

@@ -1,5 +1,7 @@
-"""`race bench [--fast] [--update-baseline] [--machine KIND]`: run the reference cells through
-pytest-benchmark, compare with the stored baseline of this machine kind, print what moved."""
+"""`race bench [--fast] [--update-baseline] [--machine KIND] [--calibrate]`: run the reference
+cells through pytest-benchmark, compare with the stored baseline of this machine kind, print what
+moved and what each cell achieved (FLOP/s and utilization per phase); or only measure and store
+this machine's matmul ceiling (--calibrate)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,13 @@ from ...errors import RaceError
 
 
 @command("bench", help="run the reference cells as regression benchmarks and gate them against the stored "
-                       "baseline (FLOPs/tokens exact, rewards and pass@1 within tolerance, time by median)")
+                       "baseline (FLOPs/tokens exact, rewards and pass@1 within tolerance, time against a same-run "
+                       "calibration)")
 def configure(p):
+    p.add_argument("--calibrate", action="store_true",
+                   help="only measure this machine's fp32 matmul ceiling (1 torch thread and all cores) and store "
+                        "it in the calibration file (~/.cache/race/calibration.json, or $RACE_CALIBRATION): "
+                        "`race grid` reports utilization against it")
     p.add_argument("--fast", action="store_true",
                    help="only the fast lane (the smallest policy, a rule reward, 2 steps; under a minute) "
                         "instead of every reference cell (a few minutes on 2 cores)")
@@ -28,9 +35,9 @@ def configure(p):
                    help="do not run: judge this pytest-benchmark JSON (written by `pytest "
                         "benchmarks/test_reference_cells.py --benchmark-json=JSON`)")
     p.add_argument("--slower-pct", metavar="PCT", type=int, default=None,
-                   help="time check: fail when a cell's median is more than PCT percent above the baseline's "
-                        "(default: the gate's, 100, i.e. twice as slow; pytest-benchmark's "
-                        "--benchmark-compare-fail=median:PCT%% semantics; speed-ups never fail)")
+                   help="time check: fail when a cell's time in reference units (its seconds over those of a "
+                        "fixed matmul workload timed around it) is more than PCT percent above the baseline's "
+                        "(default: the gate's, 100, i.e. twice as slow; speed-ups never fail)")
     p.add_argument("--no-time", action="store_true",
                    help="skip the time check (judge FLOPs, tokens, steps, rewards and pass@1 only)")
     p.add_argument("--json", metavar="FILE", default=None,
@@ -38,7 +45,24 @@ def configure(p):
     return run
 
 
+def calibrate() -> int:
+    """Measure the matmul ceiling at 1 thread and at all cores, store both, print them."""
+    import os
+
+    from ...accounting.utilization import calibration_path, probe, save_ceiling
+
+    for threads in sorted({1, os.cpu_count() or 1}):
+        c = probe(threads, seconds=2.0)
+        save_ceiling(c)
+        print(f"{c.machine}, {threads} thread{'s' * (threads > 1)}: {c.flops_per_second / 1e9:.1f} GFLOP/s "
+              f"(fp32 matmul {c.size}x{c.size}, load {c.load})")
+    print(f"stored in {calibration_path()}")
+    return 0
+
+
 def run(args) -> int:
+    if args.calibrate:  # needs no checkout: the ceiling is the machine's
+        return calibrate()
     import os
     import shutil
     import subprocess
@@ -96,13 +120,17 @@ def run(args) -> int:
                 shutil.copyfile(out, args.json)
             now = bench.load_run_json(out)
 
+    rates = ("\nachieved (ceiling: fp32 matmuls at the cells' threads, measured around each cell):\n"
+             + bench.format_rates(now))
     if args.update_baseline:
         if baseline is not None:
             print(bench.format_table(bench.compare(baseline, now, slower_pct=None if args.no_time else args.slower_pct)))
+        print(rates)
         written = bench.write_baseline(path, bench.merged(baseline, now))
         print(f"baseline updated: {written} ({len(bench.merged(baseline, now)['benchmarks'])} cells)")
         return 0
     result = bench.compare(baseline, now, slower_pct=None if args.no_time else args.slower_pct)
     print(f"baseline: {path}")
     print(bench.format_table(result))
+    print(rates)
     return 1 if result.failed else 0

@@ -95,6 +95,7 @@ def run(args) -> int:
                    progress=not args.no_progress, grid=g, address=args.address, gpus_per_cell=args.gpus_per_cell)
     print(f"{len(res.ran)} cells run, {len(res.skipped)} already done, {len(res.failed)} failed; "
           f"plan in {res.out / gridrun.PLAN_FILE}, runs in {res.out / gridrun.CELLS_DIR}/")
+    print(gridrun.throughput(planned, res))
     if res.failed:
         for k, why in res.failed.items():
             print(f"  failed {k}: {why}")

@@ -37,7 +37,7 @@ def run(args) -> int:
 
     from suite.analysis import study
     from suite.cli.commands.grid import check_runner
-    from suite.pipeline import studyrun
+    from suite.pipeline import gridrun, studyrun
     from suite.site.findings import claims_text
 
     check_runner(args, "study")
@@ -50,6 +50,7 @@ def run(args) -> int:
                        progress=not args.no_progress, address=args.address, gpus_per_cell=args.gpus_per_cell)
     out = Path(args.out)
     print(f"{len(res.ran)} cells run, {len(res.skipped)} already done, {len(res.failed)} failed; runs in {out / 'cells'}/")
+    print(gridrun.throughput(sp.cells, res))
     if res.failed:
         for k, why in res.failed.items():
             print(f"  failed {k}: {why}")
