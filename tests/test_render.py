@@ -127,6 +127,25 @@ def test_rows_carry_provenance_origin_notes_and_a_bar(tmp_path):
     assert '<p class="notes">evaluation values are illustrative</p>' in page and "no per-step ledger" in page
 
 
+def test_run_page_shows_achieved_flops_per_second_and_utilization_per_phase(tmp_path):
+    d = made_up_report(run_id="hw", reward="prm", reward_share=0.1)
+    flops = d["totals"]["flops"]
+    d["totals"]["seconds"] = {"rollout": 100.0, "update": 50.0, "reward": 10.0}
+    peak = flops["total"] / 160.0 / 0.25          # all phases together run at 25% of 2 accelerators' peak
+    d["schema_version"] = "1.1"
+    d["provenance"] = {"method": "estimated", "steps": 10, "means": {"prompt_tokens": 200, "completion_tokens": 900}}
+    d["hardware"] = {"accelerator": "H100", "count": 2, "peak_flops": peak / 2, "wall_seconds": 160.0}
+    render.build_site(entries_of([d]), tmp_path)
+    page = (tmp_path / "s" / "id000.html").read_text()
+    for ph, s in d["totals"]["seconds"].items():
+        rate = flops[ph] / s
+        row = re.search(rf'<th scope="row">{ph}</th>.*?</tr>', page).group(0)
+        assert f">{formatting.gflops(rate)}</td>" in row and f">{formatting.pct(rate / peak)}</td>" in row
+    total = re.search(r'<th scope="row">total</th>.*?</tr>', page).group(0)
+    assert f">{formatting.gflops(flops['total'] / 160.0)}</td>" in total and ">25.0%</td>" in total
+    assert formatting.gflops(None) == "—" and formatting.gflops(2.5e9) == "2.5"
+
+
 def test_hostile_strings_render_as_text_everywhere(tmp_path):
     bad, carried = hostile(made_up_report(scores={("gsm8k-250", "pass@1"): 0.5}), accept=lambda d: True)
     assert len(carried) >= 20

@@ -20,6 +20,11 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100.0 * x:.1f}%"
 
 
+def gflops(rate: float | None) -> str:
+    """An achieved FLOP/s rate in GFLOP/s ('—' without one: no FLOPs or no seconds)."""
+    return "—" if rate is None else f"{rate / 1e9:,.0f}" if rate >= 1e11 else f"{rate / 1e9:.3g}"
+
+
 def fixed(x: float | None, digits: int = 3) -> str:
     """A number with a fixed number of decimals; '—' for None."""
     return "—" if x is None else f"{x:.{digits}f}"

@@ -29,7 +29,7 @@ from ..errors import RaceError
 from ..record.report import Report
 from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
-from .formatting import all_score_keys, fixed, pct, safe_href, sci, score_key, size_label, thousands
+from .formatting import all_score_keys, fixed, gflops, pct, safe_href, sci, score_key, size_label, thousands
 
 # --------------------------------------------------------------------------- rows
 
@@ -199,7 +199,6 @@ def _text(v: str, title: str = "") -> Cell:
     return Cell(v, v, title)
 
 
-# Room for more: a column is one entry here (e.g. achieved FLOP/s from Row.achieved_flops_per_s).
 def columns(score_keys: Sequence[str]) -> list[Column]:
     """The main table's columns, in order; one per evaluation target after the fixed ones."""
     cols = [
@@ -254,7 +253,7 @@ def site_env(template_dir: str | None = None):
         trim_blocks=False,
         lstrip_blocks=False,
     )
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href)
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href, gflops=gflops)
     return env
 
 
@@ -406,9 +405,12 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     for e in entries:
         chart = phase_chart(*e.ledger) if e.ledger else None
         totals = e.doc["totals"]
+        rates = e.row.flops_per_second
+        peak = e.row.hardware.peak_flops * e.row.hardware.count if e.row.hardware else None
         phases = [{"name": ph, "flops": totals["flops"][ph], "share": totals["shares"][ph],
                    "tokens": (totals["tokens"]["rollout_prompt"] + totals["tokens"]["rollout_completion"])
-                   if ph == "rollout" else totals["tokens"][ph]} for ph in PHASES]
+                   if ph == "rollout" else totals["tokens"][ph], "rate": rates[ph],
+                   "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
         sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
                     for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
                               "provenance", "hardware")
@@ -417,7 +419,8 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
             **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
             findings=list(e.findings), chart=chart, ledger_name=(e.doc.get("ledger") or {}).get("path", ""),
             ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
-            provenance=e.doc.get("provenance") or {}))
+            provenance=e.doc.get("provenance") or {}, rate=rates["total"],
+            utilization=rates["total"] / peak if rates["total"] and peak else None))
     _swap_in(out, final)
     return {"pages": 3 + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}

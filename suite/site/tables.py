@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from .. import __version__, paths
 from ..accounting import PHASES
 from ..errors import RaceError
+from . import formatting
 from .formatting import all_score_keys, fixed, pct, sci, thousands
 from .render import Row, row_from_report
 
@@ -61,10 +62,7 @@ def _table_env(fmt: str):
 
     def gflops(rates):
         """Achieved GFLOP/s of rollout / update / reward ("—" for a phase without FLOPs or seconds)."""
-        def one(v):
-            return "—" if v is None else f"{v / 1e9:,.0f}" if v >= 1e11 else f"{v / 1e9:.3g}"
-
-        return " / ".join(one(rates.get(ph)) for ph in PHASES)
+        return " / ".join(formatting.gflops(rates.get(ph)) for ph in PHASES)
 
     env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci, gflops=gflops)
     return env
