@@ -25,6 +25,7 @@ from chromium_cdp import Browser, find_chromium, png_pixels
 from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, valid_examples, variant
 
 SCORES = (0.12, 0.87, 0.45, 0.66, 0.31, 0.95, 0.08, 0.52)
+FINDINGS = Path(__file__).parent / "fixtures" / "findings-ci" / "findings.json"
 
 
 def _need(what: str, ok: bool) -> None:
@@ -76,7 +77,11 @@ def site(tmp_path_factory):
     for d in (*docs, bad, bad2):
         (subs / f"{lb.submission_id(d)}.json").write_text(json.dumps(d))
     (subs / "broken.json").write_text("{ this is not json")
-    summary = lb.build(subs, out)
+    findings = json.loads(FINDINGS.read_text())        # a study's findings, every claim text hostile
+    for c, payload in zip(findings["claims"], PAYLOADS):
+        c["claim"] = c["summary"] = payload
+    (root / "findings.json").write_text(json.dumps(findings))
+    summary = lb.build(subs, out, findings=root / "findings.json")
     return {"out": out, "summary": summary, "docs": docs, "hostile": bad, "carried": carried, "reference": reference,
             "n": len({lb.submission_id(d) for d in (*docs, bad, bad2)})}
 
@@ -292,3 +297,23 @@ def test_run_page_shows_notes_and_provenance(browser, site):
     text = b.eval("document.body.textContent")
     assert "there is no per-step ledger" in text and "of their peak" in text
     assert b.eval("document.querySelectorAll('svg.split rect').length") >= 2
+
+
+def test_findings_page_in_the_site_frame(browser, site):
+    """The study's findings page: the site's own style admitted by its CSP (verdict rows coloured),
+    hostile claim texts shown as text and never run, the views' navigation, no sideways scrolling."""
+    b = browser
+    b.open((site["out"] / "findings.html").as_uri())
+    _not_pwned(b)
+    assert b.eval("Array.from(document.querySelectorAll('nav.views a')).map(a => a.textContent)") == [
+        "by total FLOPs", "by allocation", "frontier", "findings"]
+    cells = b.eval("Array.from(document.querySelectorAll('#claims tbody tr')).map(r => "
+                   "[r.className, getComputedStyle(r.cells[1]).backgroundColor, r.cells[2].textContent])")
+    assert len(cells) == 6
+    colour = {"v-reproduced": "rgb(227, 244, 225)", "v-not-reproduced": "rgb(251, 227, 227)",
+              "v-inconclusive": "rgb(253, 245, 216)"}
+    assert all(bg == colour[cls] for cls, bg, _ in cells), cells
+    assert [text for _, _, text in cells] == list(PAYLOADS[:6])
+    assert b.eval("document.documentElement.scrollWidth <= window.innerWidth")
+    b.open((site["out"] / "index.html").as_uri())
+    assert b.eval("document.querySelector('nav.views a[href=\"findings.html\"]') !== null")

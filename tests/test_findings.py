@@ -5,7 +5,10 @@ suite.analysis.evidence on run folders written here."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +16,9 @@ import pytest
 from suite.analysis import findings
 from suite.analysis.evidence import Run, load_runs, read_run
 from suite.analysis.findings import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Settings, analyse
+from suite.cli import main
 from suite.errors import RaceError
+from suite.paths import home
 from suite.site import findings as page
 
 N = 250
@@ -175,9 +180,9 @@ def test_findings_are_byte_identical_whatever_the_order_of_the_runs():
         for a in c["allocations"]:
             assert a["score"]["low"] <= a["score"]["value"] <= a["score"]["high"]
     findings.check(doc)                                   # the document follows schemas/findings-v1
-    md, html = page.markdown(doc), page.html(doc)
+    md = page.markdown(doc)
     assert "| claim | verdict |" in md and "## RACE validated on the held-out budget" in md
-    assert html.count("<tr class=\"v-") == 6 and "<script" not in html
+    assert md.count("\n| (") == 6
 
 
 def test_a_document_off_its_schema_is_not_written(tmp_path):
@@ -186,12 +191,6 @@ def test_a_document_off_its_schema_is_not_written(tmp_path):
     with pytest.raises(RaceError, match=r"at \$\.claims\[0\]\.verdict"):
         page.write(doc, tmp_path, plots=False)
     assert list(tmp_path.iterdir()) == []
-
-
-def test_presentation_escapes_what_it_shows():
-    runs = grid({("small", 10**12, "sparse", "<b>u1</b>"): 0.4, ("small", 10**12, "sparse", "u2"): 0.5}, seeds=(0,))
-    html = page.html(findings.findings(analyse(runs, FAST)))
-    assert "<b>u1</b>" not in html and "&lt;b&gt;u1&lt;/b&gt;" in html
 
 
 def test_a_seed_twice_is_refused():
@@ -236,3 +235,140 @@ def test_evidence_refuses_a_run_without_logs(tmp_path):
     (tmp_path / "a" / "eval" / "arith-easy-250.samples.jsonl").unlink()
     with pytest.raises(RaceError, match="no per-problem scores"):
         load_runs(tmp_path)
+
+
+# ---------------------------------------------------------------- on the leaderboard site
+
+FIXTURE = home() / "tests" / "fixtures" / "findings-ci" / "findings.json"
+
+
+def _docs_example() -> list[str]:
+    """The one `race leaderboard build --findings` line of docs/leaderboard.md, the same in docs/findings.md."""
+    lines = [{ln.strip() for ln in (home() / "docs" / name).read_text(encoding="utf-8").splitlines()
+              if ln.strip().startswith("race leaderboard build") and "--findings tests/" in ln}
+             for name in ("leaderboard.md", "findings.md")]
+    assert len(lines[0]) == 1 and lines[0] == lines[1], lines
+    return shlex.split(lines[0].pop())[1:]
+
+
+def _build(tmp_path, findings_file, subs=None) -> Path:
+    if subs is None:
+        subs = tmp_path / "subs"
+        subs.mkdir(exist_ok=True)
+    out = tmp_path / "site"
+    assert main(["leaderboard", "build", "--submissions", str(subs), "--findings", str(findings_file),
+                 "--out", str(out)]) == 0
+    return out
+
+
+def test_the_docs_example_puts_the_committed_findings_on_the_site(tmp_path, monkeypatch, capsys):
+    from markupsafe import escape
+
+    from suite.site.render import csp_hash
+
+    argv = _docs_example()
+    assert argv[argv.index("--findings") + 1] == str(FIXTURE.relative_to(home()))
+    monkeypatch.chdir(home())                       # the docs run it from the checkout
+    argv[argv.index("--out") + 1] = str(tmp_path / "site")
+    assert main(argv) == 0
+    assert "findings.html" in capsys.readouterr().out
+    site = tmp_path / "site"
+    doc = json.loads(FIXTURE.read_text())
+    pages = sorted(site.rglob("*.html"))
+    assert len(list((site / "s").glob("*.html"))) >= 1           # the committed submissions' own pages too
+    for f in pages:                                 # the findings page beside the views, on every page
+        root = "../" if f.parent.name == "s" else ""
+        nav = re.search(r'<nav class="views".*?</nav>', f.read_text(), re.S).group(0)
+        assert f'<a href="{root}findings.html"' in nav and f'<a href="{root}frontier.html"' in nav, f
+    html = (site / "findings.html").read_text()
+    assert '<a href="findings.html" aria-current="page">findings</a>' in html
+    for c in doc["claims"]:                         # one row per claim: id, claim, verdict, the numbers
+        row = (f'<tr class="v-{c["verdict"].replace(" ", "-")}"><td>({c["id"]}) {escape(c["claim"])}</td>'
+               f'<td class="verdict"><strong>{c["verdict"]}</strong></td><td class="text">{escape(c["summary"])}</td>')
+        assert row in html, c["id"]
+    s = doc["race_holdout"]["summary"]["hit_rate"]
+    assert f"Same-regime hit rate {s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]" in html
+    assert html.count('<tr><td>') == len(doc["race_holdout"]["trials"]) + sum(len(c["allocations"])
+                                                                              for c in doc["conditions"])
+    assert "frontier_intervals" not in html         # no figure beside the fixture: none linked
+    # the site's Content-Security-Policy: its one inline style by hash, no script on this page
+    style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+    assert f"style-src '{csp_hash(style)}'" in html and "<script" not in html
+
+
+def test_a_site_without_findings_has_no_findings_page(tmp_path):
+    out = tmp_path / "site"
+    (tmp_path / "subs").mkdir()
+    assert main(["leaderboard", "build", "--submissions", str(tmp_path / "subs"), "--out", str(out)]) == 0
+    assert not (out / "findings.html").exists() and "findings.html" not in (out / "index.html").read_text()
+
+
+def test_hostile_claim_text_is_shown_as_text(tmp_path):
+    from leaderboard_docs import PAYLOADS
+
+    doc = json.loads(FIXTURE.read_text())
+    for c, payload in zip(doc["claims"], PAYLOADS):
+        c["summary"] = c["claim"] = payload
+    doc["race_holdout"]["trials"][0]["name"] = PAYLOADS[0]
+    (tmp_path / "findings.json").write_text(json.dumps(doc))
+    html = (_build(tmp_path, tmp_path / "findings.json") / "findings.html").read_text()
+    for p in PAYLOADS[:len(doc["claims"])]:
+        assert p not in html
+    assert "&lt;script&gt;window.__pwned=1" in html and "<iframe" not in html and "<svg" not in html
+    assert html.count("<script") == 0 and 'href="javascript' not in html.lower()
+
+
+def test_the_figure_beside_the_findings_is_copied_and_linked(tmp_path):
+    doc = json.loads(FIXTURE.read_text())
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "findings.json").write_text(FIXTURE.read_text())
+    drawn = page.plot(doc, study)                   # what `race findings` draws beside findings.json
+    png = study / f"{page.FIGURE}.png"
+    assert png in drawn
+    out = _build(tmp_path, study / "findings.json")
+    assert (out / png.name).read_bytes() == png.read_bytes()
+    assert f'<a href="{png.name}">' in (out / "findings.html").read_text()
+    assert not list(out.glob("*.svg"))              # an SVG is a document that could run script: not copied
+
+    png.write_text("<svg onload='x()'/>")           # not a PNG: refused, nothing rebuilt
+    before = (out / "findings.html").read_text()
+    assert main(["leaderboard", "build", "--submissions", str(tmp_path / "subs"), "--findings",
+                 str(study / "findings.json"), "--out", str(out)]) == 2
+    assert (out / "findings.html").read_text() == before
+
+
+def _off_schema(doc):
+    doc["claims"][0]["verdict"] = "sort of"
+
+
+def _no_claims(doc):
+    del doc["claims"]
+
+
+@pytest.mark.parametrize("spoil, says", [
+    (_off_schema, r"does not follow findings-v1\.schema\.json: claims\.0\.verdict must be one of"),
+    (_no_claims, r"does not follow findings-v1\.schema\.json: .*'claims'"),
+    ("{not json", r"not JSON"),
+    ('{"format": "race-findings", "format": "race-findings"}', r"duplicate key"),
+    (None, r"is a folder, not a findings\.json"),
+    ('{"schema_version": "1.0", "run": {}}', r'is not a findings document \(no "format": "race-findings"\)'),
+], ids=["verdict", "missing", "syntax", "duplicate", "folder", "a-report"])
+def test_a_bad_findings_file_is_refused_in_one_line_and_nothing_is_built(tmp_path, capsys, spoil, says):
+    bad = tmp_path / "findings.json"
+    if spoil is None:
+        bad = tmp_path
+    elif callable(spoil):
+        doc = json.loads(FIXTURE.read_text())
+        spoil(doc)
+        bad.write_text(json.dumps(doc))
+    else:
+        bad.write_text(spoil)
+    (tmp_path / "subs").mkdir()
+    capsys.readouterr()
+    rc = main(["leaderboard", "build", "--submissions", str(tmp_path / "subs"), "--findings", str(bad),
+               "--out", str(tmp_path / "site")])
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2 and len(err) <= 2 and re.search(says, err[0]), err    # the problem, then its fix
+    assert err[0].startswith("race leaderboard: error: ") and str(bad) in err[0]
+    assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))

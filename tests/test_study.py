@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -160,9 +161,16 @@ def test_calibration_prices_cells_from_measured_phase_rates(tmp_path, paper):
 def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, capsys):
     """The findings table is one documented command away from the committed reports."""
     assert main(["findings", str(folder), "--check"]) == 0, capsys.readouterr().out
+    capsys.readouterr()
     assert main(["findings", str(folder), "--out", str(tmp_path), "--no-plots"]) == 0
     assert (tmp_path / "findings.md").read_text() == (folder / "findings.md").read_text()
-    assert (tmp_path / "findings.html").read_text() == (folder / "findings.html").read_text()
+    # ... and it says how to put them on the site: that command, run as printed, builds the page
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("On the leaderboard site: race ")]
+    argv = shlex.split(line.removeprefix("On the leaderboard site: race "))
+    assert argv[:4] == ["leaderboard", "build", "--findings", str(tmp_path / "findings.json")]
+    (tmp_path / "subs").mkdir()
+    assert main(argv[:-1] + [str(tmp_path / "site"), "--submissions", str(tmp_path / "subs")]) == 0
+    assert "(f) RACE" in (tmp_path / "site" / "findings.html").read_text()
 
 
 def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
@@ -211,6 +219,7 @@ def test_ci_study_end_to_end_killed_and_resumed(tmp_path, capsys):
     assert main(["study", str(CI), "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert f"{21 - len(done)} cells run, {len(done)} already done, 0 failed" in printed
+    assert f"On the leaderboard site: race leaderboard build --findings {out / 'findings.json'} --out site" in printed
     assert {p.name: (p / "ledger.jsonl").stat().st_mtime_ns for p in done} == before   # not rerun
     assert len(_evaluated(out)) == 21
     for p in _evaluated(out):

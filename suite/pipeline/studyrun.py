@@ -6,7 +6,7 @@ study.json, and its findings computed (suite.analysis.findings) and presented (s
     from suite.pipeline import studyrun
     sp = study.plan(study.load("tasks/studies/ci.yaml"))
     studyrun.run(sp, "runs/ci-study")                       # resumable
-    studyrun.write_findings("runs/ci-study")                # findings.json / .md / .html, figures
+    studyrun.write_findings("runs/ci-study")                # findings.json / .md, figures
 """
 
 from __future__ import annotations
@@ -110,12 +110,20 @@ def findings_of(directory: str | os.PathLike, **overrides) -> dict:
 def write_findings(directory: str | os.PathLike, out: str | os.PathLike | None = None, *, plots: bool = True,
                    **overrides) -> tuple[dict, list[Path]]:
     """Compute the findings of the runs under `directory` and write them into `out` (default
-    `directory`): findings.json, findings.md, findings.html and, unless plots=False, the figures.
-    Returns the document and the paths written."""
+    `directory`): findings.json, findings.md and, unless plots=False, the figures. Returns the
+    document and the paths written."""
     from ..site import findings as page
 
     doc = findings_of(directory, **overrides)
     return doc, page.write(doc, out if out is not None else directory, plots=plots)
+
+
+def site_command(out: str | os.PathLike) -> str:
+    """The command that puts the findings written into `out` on the leaderboard site (printed
+    after they are written)."""
+    import shlex
+
+    return f"race leaderboard build --findings {shlex.quote(str(Path(out) / 'findings.json'))} --out site"
 
 
 def stale_findings(directory: str | os.PathLike, out: str | os.PathLike | None = None, **overrides) -> list[str]:

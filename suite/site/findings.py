@@ -1,9 +1,10 @@
-"""The findings of a study presented: findings.md and findings.html (templates in
-reporters/findings/) and the frontier figure with intervals, each reading only the findings
-document suite.analysis.findings computes. Nothing here computes science.
+"""The findings of a study presented: findings.md (template in reporters/findings/) and the
+frontier figure with intervals, each reading only the findings document suite.analysis.findings
+computes; the same document becomes the leaderboard site's findings page (suite.site.render,
+`race leaderboard build --findings`). Nothing here computes science.
 
     from suite.site import findings as page
-    page.write(doc, "runs/study")        # findings.json, findings.md, findings.html, figures
+    page.write(doc, "runs/study")        # findings.json, findings.md, figures
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ import math
 import os
 from pathlib import Path
 
-from ..analysis.findings import SCORE_METRICS, check, to_json
+from ..analysis.findings import FORMAT, SCORE_METRICS, check, to_json
+from .formatting import interval
 
 #: What `write` puts in its folder besides the figures; `race findings --check` compares these.
 FILES = ("findings.json", "findings.md")
+#: The figure with intervals (FIGURE.png and FIGURE.svg beside findings.json).
+FIGURE = "frontier_intervals"
 
 
 def _env():
@@ -24,9 +28,9 @@ def _env():
     from ..paths import reporters
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(reporters() / "findings")),
-                             autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["est"] = lambda e, d=3: "—" if not e else f"{e['value']:.{d}f} [{e['low']:.{d}f}, {e['high']:.{d}f}]"
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["est"] = interval
     env.filters["sci"] = lambda x: f"{float(x):.3g}"
     return env
 
@@ -41,24 +45,48 @@ def markdown(doc: dict) -> str:
     return _env().get_template("findings.md.j2").render(doc=doc)
 
 
-def html(doc: dict) -> str:
-    """findings.html: the same, as a page the site can show (autoescaped; no script)."""
-    from markupsafe import Markup
-
-    from ..paths import reporters
-    from .render import csp_hash
-
-    css = (reporters() / "findings" / "findings.css").read_text(encoding="utf-8")
-    return _env().get_template("findings.html.j2").render(doc=doc, css=Markup(css), csp_style=csp_hash(css))
-
-
 def texts(doc: dict) -> dict[str, str]:
-    """The text files of a findings folder, by name: the document and its pages."""
-    return {"findings.json": to_json(doc), "findings.md": markdown(doc), "findings.html": html(doc)}
+    """The text files of a findings folder, by name: the document and its Markdown."""
+    return {"findings.json": to_json(doc), "findings.md": markdown(doc)}
+
+
+def for_site(path: str | os.PathLike) -> tuple[dict, bytes | None]:
+    """A findings.json for the leaderboard site (`race leaderboard build --findings`): the document,
+    read strictly (suite.jsonstrict) and checked against schemas/findings-v1, and FIGURE.png beside
+    it when there is one (the PNG only: an SVG opened from the site is a document that could run
+    script). RaceError with one line naming the first problem."""
+    from .. import jsonstrict
+    from ..errors import RaceError
+    from ..record import schemas
+
+    path = Path(path)
+    redo = "write it with `race findings DIR` (DIR/findings.json) from the study's runs"
+    if path.is_dir():
+        raise RaceError(f"{path} is a folder, not a findings.json", f"pass {path / 'findings.json'}")
+    try:
+        doc = jsonstrict.load(path)
+    except jsonstrict.JSONInputError as e:
+        raise RaceError(f"{path}: {e.message}", redo) from None
+    except OSError as e:
+        raise RaceError(f"cannot read {path}: {e.strerror or e}", redo) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:       # another document (a report?)
+        raise RaceError(f"{path} is not a findings document (no \"format\": \"{FORMAT}\")", redo)
+    try:
+        schemas.check_spec(doc, schemas.FINDINGS, f"{path} does not follow {schemas.FINDINGS}")
+    except RaceError as e:
+        message = e.message if len(e.message) <= 300 else e.message[:299] + "…"   # a whole document as a value
+        raise RaceError(message, redo) from None
+    png = path.with_name(f"{FIGURE}.png")
+    if not png.is_file():
+        return doc, None
+    data = png.read_bytes()
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        raise RaceError(f"{png} is not a PNG image", f"draw it again with `race findings {png.parent}`, or remove it")
+    return doc, data
 
 
 def plot(doc: dict, out: str | os.PathLike) -> list[Path]:
-    """frontier_intervals.png/.svg: score against update share, one panel per target and metric,
+    """FIGURE.png/.svg: score against update share, one panel per target and metric,
     one line per model · budget · reward, each allocation with its 95% interval."""
     import matplotlib
 
@@ -92,13 +120,12 @@ def plot(doc: dict, out: str | os.PathLike) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
     return finish_figure(fig, axes, len(panels), "Allocations per condition with bootstrap 95% intervals (problems "
-                         "and seeds resampled)", Path(out), "frontier_intervals")
+                         "and seeds resampled)", Path(out), FIGURE)
 
 
 def write(doc: dict, out: str | os.PathLike, *, plots: bool = True) -> list[Path]:
-    """findings.json (the data, checked against its schema), findings.md and findings.html (its
-    presentation) and, unless plots=False, the figure with intervals, into `out` (atomically,
-    file by file)."""
+    """findings.json (the data, checked against its schema), findings.md (its presentation) and,
+    unless plots=False, the figure with intervals, into `out` (atomically, file by file)."""
     from ..atomic import write_text_atomic
 
     check(doc)

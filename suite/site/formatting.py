@@ -30,6 +30,12 @@ def fixed(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def interval(e: dict | None, digits: int = 3) -> str:
+    """An estimate with its interval (a findings.json estimate: value, low, high) as
+    'value [low, high]'; '—' without one."""
+    return "—" if not e else f"{e['value']:.{digits}f} [{e['low']:.{digits}f}, {e['high']:.{digits}f}]"
+
+
 def thousands(n: int | None) -> str:
     """An integer with thousands separators; '—' for None."""
     return "—" if n is None else f"{n:,}"

@@ -394,15 +394,22 @@ def _read_cache(path: Path, fingerprint: str) -> dict:
     return {}
 
 
-def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
+def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None = None) -> dict[str, Any]:
     """Build the static site in `out` from the submissions `folder`: every valid submission is
-    listed, every other file is named on the site with the reason it was skipped. Returns the
-    site builder's summary (pages, listed, skipped, main page bytes) plus the skipped files."""
+    listed, every other file is named on the site with the reason it was skipped; with `findings`
+    (a findings.json of `race findings` / `race study`) also the findings page. Returns the site
+    builder's summary (pages, listed, skipped, main page bytes) plus the skipped files. A findings
+    file that fails its schema raises RaceError before anything is written."""
     from . import render
 
     from ..validate.context import shared_ledgers
 
     folder, out = Path(folder), Path(out)
+    study, figure = None, None
+    if findings is not None:
+        from .findings import for_site
+
+        study, figure = for_site(findings)
     fingerprint = validator_fingerprint() if check else ""
     cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
     with shared_ledgers() as scans:     # each ledger read once: validated, then charted
@@ -422,6 +429,6 @@ def build(folder: Path, out: Path, *, check: bool = True) -> dict[str, Any]:
         seen = {f"{s.id}:" for s in loaded.submissions}
         kept = {k: v for k, v in cache.items() if k[:ID_HEX + 1] in seen}
         extra[CACHE_FILE] = json.dumps({"fingerprint": fingerprint, "findings": kept}, separators=(",", ":"))
-    summary = render.build_site(entries, out, skipped, extra_files=extra)
+    summary = render.build_site(entries, out, skipped, extra_files=extra, findings=study, figure=figure)
     summary["skipped_files"] = [(s.name, s.reason) for s in skipped]
     return summary

@@ -29,7 +29,7 @@ from ..errors import RaceError
 from ..record.report import Report
 from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
-from .formatting import all_score_keys, fixed, gflops, pct, safe_href, sci, score_key, size_label, thousands
+from .formatting import all_score_keys, fixed, gflops, interval, pct, safe_href, sci, score_key, size_label, thousands
 
 # --------------------------------------------------------------------------- rows
 
@@ -253,7 +253,8 @@ def site_env(template_dir: str | None = None):
         trim_blocks=False,
         lstrip_blocks=False,
     )
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href, gflops=gflops)
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href, gflops=gflops,
+                       est=interval)
     return env
 
 
@@ -294,6 +295,7 @@ class Skip:
 
 
 NAV = (("index.html", "by total FLOPs"), ("allocation.html", "by allocation"), ("frontier.html", "frontier"))
+FINDINGS_NAV = ("findings.html", "findings")     # beside the views when the build is given a study's findings
 
 
 SITE_MARKER = ".race-site"   # marks a folder as a built site: only such a folder is ever replaced
@@ -356,11 +358,14 @@ def leaf_text(v: Any) -> str:
 
 
 def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] = (),
-               template_dir: str | None = None, extra_files: dict[str, str] | None = None) -> dict[str, Any]:
+               template_dir: str | None = None, extra_files: dict[str, str] | None = None,
+               findings: dict | None = None, figure: bytes | None = None) -> dict[str, Any]:
     """Write the static site into `out`: index.html (sorted by total FLOPs), allocation.html
-    (sorted by update share p), frontier.html and s/<id>.html per submission. Pages use only
-    relative links and carry no local paths. Returns a summary: pages written and the main page's
-    size in bytes."""
+    (sorted by update share p), frontier.html and s/<id>.html per submission; with `findings` (a
+    findings.json document, already checked against its schema) also findings.html, linked from
+    every page's navigation, and with `figure` (the PNG of suite.site.findings.FIGURE) that
+    figure, linked from it. Pages use only relative links and carry no local paths. Returns a
+    summary: pages written and the main page's size in bytes."""
     env = site_env(template_dir)
     css, js = _static(template_dir)
     final = Path(out)
@@ -373,7 +378,8 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     rows = [e.row for e in entries]
     cols = columns(all_score_keys(rows))
     col_index = {c.key: i for i, c in enumerate(cols)}
-    common = {"version": __version__, "css": css, "nav": NAV, "n_submissions": len(entries),
+    nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
+    common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
               "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
     size_order = sorted({(r.params, r.size_label) for r in rows})
     filters = [
@@ -401,6 +407,15 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
         sizes[name] = len(html.encode("utf-8"))
     _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
         **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+    if findings is not None:
+        figure_name = ""
+        if figure is not None:
+            from .findings import FIGURE
+
+            figure_name = f"{FIGURE}.png"
+            (out / figure_name).write_bytes(figure)
+        _write(out / FINDINGS_NAV[0], env.get_template("findings.html.j2").render(
+            **common, js="", root="", current=FINDINGS_NAV[0], doc=findings, figure=figure_name))
     page = env.get_template("submission.html.j2")
     for e in entries:
         chart = phase_chart(*e.ledger) if e.ledger else None
@@ -422,7 +437,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
             provenance=e.doc.get("provenance") or {}, rate=rates["total"],
             utilization=rates["total"] / peak if rates["total"] and peak else None))
     _swap_in(out, final)
-    return {"pages": 3 + len(entries), "listed": len(entries), "skipped": len(skipped),
+    return {"pages": 3 + (findings is not None) + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}
 
 

@@ -12,9 +12,10 @@ from suite.errors import RaceError
                           "probability it is best, RACE validated on the held-out budget, and the paper's claims "
                           "(a)-(f) marked reproduced / not reproduced / inconclusive")
 def configure(p):
-    p.epilog = ("Writes findings.json (the data), findings.md and findings.html (its presentation) and "
-                "frontier_intervals.png/.svg. Settings come from DIR/study.json when there is one; the flags "
-                "override them. Same files, same settings: the same bytes. How to read them: docs/findings.md.")
+    p.epilog = ("Writes findings.json (the data), findings.md (its presentation) and frontier_intervals.png/.svg; "
+                "`race leaderboard build --findings OUT/findings.json --out SITE` puts them on the site. Settings "
+                "come from DIR/study.json when there is one; the flags override them. Same files, same settings: the "
+                "same bytes. How to read them: docs/findings.md.")
     p.add_argument("directory", metavar="DIR", help="a study folder (race study --out) or an exported one (--export)")
     p.add_argument("--out", metavar="OUT", help="where the findings go (default: DIR)")
     p.add_argument("--export", metavar="DEST",
@@ -52,7 +53,7 @@ def run(args) -> int:
 
     from suite.analysis.evidence import export
     from suite.analysis.study import STUDY_FILE
-    from suite.pipeline.studyrun import stale_findings, write_findings
+    from suite.pipeline.studyrun import site_command, stale_findings, write_findings
     from suite.site.findings import claims_text
 
     directory = Path(args.directory)
@@ -73,4 +74,5 @@ def run(args) -> int:
     doc, paths = write_findings(directory, out, plots=not args.no_plots, **_overrides(args))
     print(claims_text(doc))
     print("Wrote " + ", ".join(str(p) for p in paths))
+    print(f"On the leaderboard site: {site_command(out)}")
     return 0

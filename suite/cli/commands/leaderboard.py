@@ -16,7 +16,7 @@ DEFAULT_SUBMISSIONS = "leaderboard/submissions"
 def configure(p):
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     b = sub.add_parser("build", help="render the site: main table by total FLOPs and by allocation, a page per "
-                                     "submission, the frontier plot",
+                                     "submission, the frontier plot (and a study's findings with --findings)",
                        description="Render the static site. Files that cannot be read or fail validation are "
                                    "skipped and listed on the site; the build still succeeds.")
     b.add_argument("--submissions", metavar="DIR", type=Path, default=Path(DEFAULT_SUBMISSIONS),
@@ -26,6 +26,11 @@ def configure(p):
     b.add_argument("--no-validate", action="store_true",
                    help="list files without running the validator (only schema-readable files are shown); "
                         "for previews, never for publishing")
+    b.add_argument("--findings", metavar="FILE", type=Path,
+                   help="a findings.json written by `race findings` or `race study`: adds the findings page (the "
+                        "paper's claims with verdicts and 95%% intervals, RACE on the held-out budget), linked from "
+                        "every page, and links frontier_intervals.png when it lies beside FILE. A file that fails "
+                        "schemas/findings-v1 is refused (exit 2) and nothing is built")
     return run
 
 
@@ -34,9 +39,11 @@ def run(args) -> int:
         raise RaceError("missing action", "use `race leaderboard build --out SITE`")
     from ...site.leaderboard import build
 
-    summary = build(args.submissions, args.out, check=not args.no_validate)
+    summary = build(args.submissions, args.out, check=not args.no_validate, findings=args.findings)
     print(f"built {args.out}/index.html: {summary['listed']} submission(s) listed, "
           f"{summary['skipped']} skipped, {summary['pages']} pages, main page {summary['index_bytes']:,} bytes")
+    if args.findings:
+        print(f"findings of {args.findings} on {args.out}/findings.html")
     for name, reason in summary["skipped_files"]:
         print(f"  skipped {name}: {reason}", file=sys.stderr)
     return 0

@@ -13,7 +13,8 @@ from suite.errors import RaceError
 def configure(p):
     p.epilog = ("Rerun the same command to resume: evaluated cells are skipped, a killed cell restarts from its "
                 "checkpoint; the findings are recomputed from the runs on disk. `race findings DIR` recomputes them "
-                "alone. Format and the shipped study: docs/findings.md.")
+                "alone; `race leaderboard build --findings DIR/findings.json --out SITE` puts them on the site. "
+                "Format and the shipped study: docs/findings.md.")
     p.add_argument("study", metavar="STUDY.yaml", help="study file (tasks/studies/*.yaml)")
     p.add_argument("--out", metavar="DIR", help="output folder: DIR/study.json, DIR/cells/<cell>/, DIR/findings.md ...; "
                                                 "required unless --plan")
@@ -59,4 +60,5 @@ def run(args) -> int:
     doc, paths = studyrun.write_findings(out, plots=not args.no_plots)
     print(claims_text(doc))
     print("Wrote " + ", ".join(str(p) for p in paths))
+    print(f"On the leaderboard site: {studyrun.site_command(out)}")
     return 0
