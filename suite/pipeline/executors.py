@@ -120,7 +120,8 @@ def run_jobs(jobs: Sequence[Job], executor: str = "local", **options) -> Iterato
 def run_local(jobs: Sequence[Job], workers: int = 1) -> Iterator[JobResult]:
     """Worker processes on this machine (spawned, so torch state never crosses a fork).
 
-    One worker by default: two torch jobs on a 2-core machine each run ~4x slower.
+    One worker by default. With one torch thread per job, workers up to the core count pay (the
+    paper study ran two on two cores at about one worker's per-cell speed); more oversubscribe.
     Resources are not enforced here; `workers` bounds concurrency.
     """
     import multiprocessing

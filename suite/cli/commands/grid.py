@@ -22,7 +22,7 @@ def configure(p):
     p.add_argument("--plan", action="store_true",
                    help="print the plan (steps, FLOPs per step, planned update share per cell) and stop")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="cells run at once (default 1: two torch jobs on a 2-core machine each run ~4x slower)")
+                   help="cells run at once (default 1; with one torch thread a cell, up to one worker per core pays)")
     p.add_argument("--executor", default="local", metavar="NAME",
                    help="where cells run: local (worker processes, default) or ray (needs the ray extra)")
     p.add_argument("--address", metavar="ADDR",

@@ -22,7 +22,7 @@ def configure(p):
     p.add_argument("--limit", type=int, metavar="N",
                    help="evaluate only the first N problems of each target (default: the grid's eval.limit)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="cells run at once (default 1: two torch jobs on 2 cores each run ~4x slower)")
+                   help="cells run at once (default 1; with one torch thread a cell, up to one worker per core pays)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="torch threads per cell (default 1: the tiny models gain nothing from more, and more "
                         "oversubscribe a busy machine)")

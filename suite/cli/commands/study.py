@@ -23,7 +23,7 @@ def configure(p):
                    help="price the plan with cells measured on this machine (folders with report.json and "
                         "timing.json, e.g. an earlier study or grid output): estimated wall seconds per cell and total")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="cells run at once (default 1: two torch jobs on a 2-core machine each run ~4x slower)")
+                   help="cells run at once (default 1; with one torch thread a cell, up to one worker per core pays)")
     p.add_argument("--executor", default="local", metavar="NAME", help="local (default) or ray")
     p.add_argument("--address", metavar="ADDR", help="ray only: an existing Ray cluster ('auto' or HOST:PORT)")
     p.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G", help="ray only: GPUs each cell reserves")
