@@ -201,21 +201,22 @@ def _evaluated(out: Path) -> list[Path]:
 def test_ci_study_end_to_end_killed_and_resumed(tmp_path, capsys):
     out = tmp_path / "study"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # two workers of one torch thread each, as the paper study ran (and half the wall time on two cores)
     proc = subprocess.Popen([sys.executable, "-m", "suite.cli", "study", str(CI), "--out", str(out), "--no-progress",
-                             "--no-plots"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             "--no-plots", "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
         deadline = time.time() + 600
         while len(_evaluated(out)) < 2 and proc.poll() is None and time.time() < deadline:
             time.sleep(0.5)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)                # the driver and its worker, mid-study
+        os.killpg(proc.pid, signal.SIGKILL)                # the driver and its workers, mid-study
         proc.wait()
     done = _evaluated(out)
     assert 2 <= len(done) < 21, "the kill should land mid-study"
     before = {p.name: (p / "ledger.jsonl").stat().st_mtime_ns for p in done}
 
-    assert main(["study", str(CI), "--out", str(out), "--no-progress"]) == 0
+    assert main(["study", str(CI), "--out", str(out), "--no-progress", "--workers", "2"]) == 0
     printed = capsys.readouterr().out
     assert f"{21 - len(done)} cells run, {len(done)} already done, 0 failed" in printed
     assert f"On the leaderboard site: race leaderboard build --findings {out / 'findings.json'} --out site" in printed
