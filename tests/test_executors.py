@@ -85,6 +85,32 @@ def test_local_reports_a_failing_job_without_stopping_others(tmp_path):
     assert results["cell0"].ok
 
 
+def test_auto_workers_is_one_per_core_capped_and_one_on_a_gpu(monkeypatch):
+    import torch
+
+    from suite.pipeline import executors
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert executors.auto_workers(1, 12) == executors.AUTO_WORKER_CAP == 4   # memory: copies of torch
+    assert executors.auto_workers(4, 12) == 4 and executors.auto_workers(8, 12) == 2
+    assert executors.auto_workers(1, 3) == 3 and executors.auto_workers(1, 0) == 1
+    monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert executors.auto_workers(1, 12) == 2 and executors.auto_workers(2, 12) == 1
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)              # local workers would share it
+    assert executors.auto_workers(1, 12) == 1
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_bad_workers_value_is_a_usage_error(value, tmp_path, capsys):
+    from suite.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["grid", "g.yaml", "--out", str(tmp_path), "--workers", value])
+    assert e.value.code == 2
+    assert f"--workers: expected a positive integer or auto, got '{value}'" in capsys.readouterr().err
+
+
 def _driver(root: str, n: int, seconds: float) -> None:
     """Run the job list through a fresh local Ray instance on 2 CPUs, printing each result."""
     for r in run_jobs(make_jobs(Path(root), n, seconds), executor="ray", num_cpus=2):

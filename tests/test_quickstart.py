@@ -40,6 +40,7 @@ def test_reduced_quickstart_end_to_end(reduced, capsys, tmp_path, monkeypatch):
     import jsonschema
 
     from suite.accounting.utilization import Ceiling, machine_kind, save_ceiling
+    from suite.pipeline.executors import auto_workers
 
     monkeypatch.setenv("RACE_CALIBRATION", str(tmp_path / "calibration.json"))
     save_ceiling(Ceiling(50e9, 1, machine_kind(), 512, "2026-12-01T00:00:00Z", 0.5))
@@ -54,6 +55,8 @@ def test_reduced_quickstart_end_to_end(reduced, capsys, tmp_path, monkeypatch):
         rate = totals["flops"]["update"] / totals["seconds"]["update"]
         assert f"{rate / 1e9:.2f}" in row and f"{rate / 50e9:.0%}" in row
     assert "over the fp32 matmul ceiling, 50.0 GFLOP/s" in printed and "x the cells' step seconds" in printed
+    workers = auto_workers(1, 3)                      # --workers defaults to auto: one per core here
+    assert "grid wall " in printed and f" s ({workers} worker{'s' * (workers > 1)}) = " in printed
 
     doc = json.loads((out / "race.json").read_text())
     schema = json.loads((schemas() / "race-v1.schema.json").read_text())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -151,6 +152,9 @@ def test_calibration_prices_cells_from_measured_phase_rates(tmp_path, paper):
     assert study.estimate(next(pc for pc in paper.cells if pc.cell.model == "policy-s"), rates) is None
     text = study.plan_text(paper, rates)
     assert "estimated wall time" in text and "not priced" in text
+    total = float(re.search(r"estimated wall time: \d+ s = ([0-9.]+) h with one worker \(", text).group(1))
+    halved = float(re.search(r"with one worker, about ([0-9.]+) h on 2 \(", study.plan_text(paper, rates, 2)).group(1))
+    assert halved == pytest.approx(total / 2, abs=0.01)
     (tmp_path / "empty").mkdir()
     with pytest.raises(RaceError, match="no measured cells"):
         study.calibrate(tmp_path / "empty")

@@ -65,9 +65,10 @@ def test_throughput_table_of_reports(tmp_path):
                         job_seconds={"a": 9.75})
     assert row.rates["rollout"] == flops["rollout"] / 2.0 and row.step_seconds == 6.5
     assert row.utilization["update"] == pytest.approx(0.4)
-    text = table([row], ceiling=flops["update"] / 4.0 / 0.4, wall=13.0)
+    text = table([row], ceiling=flops["update"] / 4.0 / 0.4, wall=13.0, workers=2)
     assert f"{flops['rollout'] / 2.0 / 1e9:.2f}" in text and "40%" in text
-    assert "grid wall 13.0 s = 2.00x the cells' step seconds (6.5 s); jobs (train and evaluate) 9.8 s" in text
+    assert ("grid wall 13.0 s (2 workers) = 2.00x the cells' step seconds (6.5 s); jobs (train and evaluate) "
+            "9.8 s") in text
     assert "race bench --calibrate" in table([row])  # no ceiling: says how to get one
 
 

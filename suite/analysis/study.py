@@ -266,9 +266,10 @@ def estimate(pc, rates: Rates) -> float | None:
 # ---------------------------------------------------------------- presentation of a plan
 
 
-def plan_text(sp: StudyPlan, rates: Rates | None = None) -> str:
+def plan_text(sp: StudyPlan, rates: Rates | None = None, workers: int = 1) -> str:
     """The plan as text: blocks, the claim -> cells table, every cell (with its estimated wall
-    seconds when `rates` are given) and the total."""
+    seconds when `rates` are given) and the total (also divided among `workers` one-thread
+    workers, which run each cell about as fast as one worker does)."""
     s = sp.study
     lines = [f"study {s.name}: {len(sp.cells)} cells in {len(s.blocks)} blocks; RACE pilot {budget_tag(s.pilot)} -> "
              f"validation {budget_tag(s.validation)} FLOPs", ""]
@@ -289,8 +290,9 @@ def plan_text(sp: StudyPlan, rates: Rates | None = None) -> str:
                      + ((f"{est:>9.0f}" if est is not None else f"{'?':>9}") if rates else ""))
     if rates:
         load = f", load average {rates.load[0]:.1f}-{rates.load[1]:.1f}" if rates.load else ""
-        lines += ["", f"estimated wall time: {total:.0f} s = {total / 3600:.2f} h with one worker (calibrated on "
-                      f"{len(rates.cells)} measured cells{load})"
+        lines += ["", f"estimated wall time: {total:.0f} s = {total / 3600:.2f} h with one worker"
+                      + (f", about {total / workers / 3600:.2f} h on {workers}" if workers > 1 else "")
+                      + f" (calibrated on {len(rates.cells)} measured cells{load})"
                   + (f"; {missing} cells not priced (no measured cell of their model and reward)" if missing else "")]
         by: dict[tuple, list[float]] = defaultdict(list)
         for pc in sp.cells:

@@ -65,9 +65,10 @@ def _p(v: float | None) -> str:
 
 
 def table(rows: list[CellRate], *, ceiling: float | None = None, wall: float | None = None,
-          ceiling_note: str = "") -> str:
+          ceiling_note: str = "", workers: int = 1) -> str:
     """The rows as a text table (GFLOP/s per phase, utilization when a ceiling is known, step
-    and job seconds), then the grid's wall time against the sum of step seconds."""
+    and job seconds), then the grid's wall time (`workers` cells at once) against the sum of
+    step seconds."""
     head = ["cell", "steps", "step s", "job s", "rollout GFLOP/s", "update GFLOP/s", "reward GFLOP/s"]
     if ceiling:
         head += ["util rollout", "util update", "util total"]
@@ -93,6 +94,7 @@ def table(rows: list[CellRate], *, ceiling: float | None = None, wall: float | N
     steps = sum(r.step_seconds for r in rows)
     if wall is not None and steps:
         jobs = [r.job_seconds for r in rows if r.job_seconds is not None]
-        lines.append(f"grid wall {wall:.1f} s = {wall / steps:.2f}x the cells' step seconds ({steps:.1f} s)"
+        lines.append(f"grid wall {wall:.1f} s ({workers} worker{'s' * (workers > 1)}) = {wall / steps:.2f}x the "
+                     f"cells' step seconds ({steps:.1f} s)"
                      + (f"; jobs (train and evaluate) {sum(jobs):.1f} s" if jobs else ""))
     return "\n".join(lines)

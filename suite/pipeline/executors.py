@@ -12,6 +12,7 @@ Registry (suite.registry): name -> function(jobs, **options) -> Iterator[JobResu
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -116,13 +117,31 @@ def run_jobs(jobs: Sequence[Job], executor: str = "local", **options) -> Iterato
         yield from EXECUTORS[executor](pending, **options)
 
 
+#: The most local workers `auto` starts: each is an interpreter of its own with torch and the
+#: cell's models (about 0.7 GB for an embedded cell), so a many-core laptop is not filled with copies.
+AUTO_WORKER_CAP = 4
+
+
+def auto_workers(threads: int, jobs: int) -> int:
+    """How many local workers `--workers auto` means: one per `threads` cores this process may
+    use (with one torch thread a cell, the quickstart grid ran each cell as fast on two workers as
+    on one), at most AUTO_WORKER_CAP and `jobs`; one when a GPU is visible, since local workers
+    would all share it (Ray places cells on GPUs: --executor ray --gpus-per-cell)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores // max(1, threads), AUTO_WORKER_CAP, jobs))
+
+
 @executor("local")
 def run_local(jobs: Sequence[Job], workers: int = 1) -> Iterator[JobResult]:
     """Worker processes on this machine (spawned, so torch state never crosses a fork).
 
     One worker by default. With one torch thread per job, workers up to the core count pay (the
-    paper study ran two on two cores at about one worker's per-cell speed); more oversubscribe.
-    Resources are not enforced here; `workers` bounds concurrency.
+    paper study ran two on two cores at about one worker's per-cell speed; `auto_workers` picks
+    that); more oversubscribe. Resources are not enforced here; `workers` bounds concurrency.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed

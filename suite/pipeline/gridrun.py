@@ -128,6 +128,8 @@ class GridResult:
     """Wall seconds of this call."""
     threads: int = 1
     """torch threads per cell."""
+    workers: int = 1
+    """Cells run at once (local workers; 1 under Ray, which places cells itself)."""
 
 
 def cell_dir(out: str | os.PathLike, cell: GridCell) -> Path:
@@ -157,25 +159,30 @@ def write_plan(planned: Sequence[PlannedCell], out: Path, g: Grid | None = None)
     return write_json_atomic(out / PLAN_FILE, doc)
 
 
-def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *, workers: int = 1,
+def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *, workers: int | str = 1,
         executor: str = "local", threads: int | None = None, progress: bool = True,
         grid: Grid | None = None, address: str | None = None, gpus_per_cell: float = 0.0) -> GridResult:
     """Run and evaluate every planned cell into out/cells/<id>/ through suite.pipeline.executors
-    (`address` and `gpus_per_cell`: the ray executor's cluster and per-cell GPU reservation).
+    (`workers`: local worker processes, or "auto" for one per `threads` cores (default threads 1;
+    suite.pipeline.executors.auto_workers); `address` and `gpus_per_cell`: the ray executor's
+    cluster and per-cell GPU reservation).
     Finished cells (a report with evaluations for every target) are skipped; a cell that
     crashed resumes from its checkpoint. A failed cell does not stop the others; failures are
     returned (and their tracebacks written to the cell's error.txt)."""
     import time
 
-    from .executors import Job, Resources, run_jobs
+    from .executors import Job, Resources, auto_workers, run_jobs
 
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_plan(planned, out, grid)
-    threads = threads or max(1, (os.cpu_count() or 1) // max(1, workers))
     done = [pc for pc in planned if evaluated(cell_dir(out, pc.cell) / "report.json", ev)]
     todo = [pc for pc in planned if pc not in done]
+    if workers == "auto":
+        threads = threads or 1
+        workers = auto_workers(threads, len(todo)) if executor == "local" else 1
+    threads = threads or max(1, (os.cpu_count() or 1) // max(1, workers))
     total_budget = sum(pc.cell.budget for pc in planned)
     spent = sum(_spent(cell_dir(out, pc.cell) / "report.json") for pc in done)
     jobs = [Job(key=pc.cell.id, fn=run_and_evaluate,
@@ -210,7 +217,7 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
         if bar is not None:
             bar.close()
     return GridResult(out, tuple(ran), tuple(pc.cell.id for pc in done), failed, seconds,
-                      time.perf_counter() - t0, threads)
+                      time.perf_counter() - t0, threads, workers)
 
 
 def throughput(planned: Sequence[PlannedCell], result: GridResult) -> str:
@@ -227,4 +234,4 @@ def throughput(planned: Sequence[PlannedCell], result: GridResult) -> str:
     note = (f"{result.threads} thread{'s' * (result.threads > 1)}, race bench --calibrate {ceiling.measured}, "
             f"load {ceiling.load}") if ceiling else ""
     wall = result.wall_seconds if result.ran and not result.skipped else None
-    return table(rows, ceiling=rate, wall=wall, ceiling_note=note)
+    return table(rows, ceiling=rate, wall=wall, ceiling_note=note, workers=result.workers)

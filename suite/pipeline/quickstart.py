@@ -155,7 +155,7 @@ def _site(reports: Sequence[Path], out: Path) -> tuple[Path, list[str]]:
 
 
 def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = None, limit: int | None = None,
-               workers: int = 1, threads: int | None = None, progress: bool = True, site: bool = True,
+               workers: int | str = 1, threads: int | None = None, progress: bool = True, site: bool = True,
                plots: bool = True) -> Quickstart:
     """Run the quickstart pilot grid into `out` and everything downstream of it (see module doc).
     Rerunning resumes: evaluated cells are skipped."""

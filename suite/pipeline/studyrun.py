@@ -68,7 +68,7 @@ def write_study_json(sp: StudyPlan, out: Path, sessions: Sequence[dict] = ()) ->
     return write_json_atomic(out / STUDY_FILE, _portable(doc, str(home()) + os.sep))
 
 
-def run(sp: StudyPlan, out: str | os.PathLike, *, workers: int = 1, executor: str = "local",
+def run(sp: StudyPlan, out: str | os.PathLike, *, workers: int | str = 1, executor: str = "local",
         threads: int | None = None, progress: bool = True, address: str | None = None,
         gpus_per_cell: float = 0.0) -> GridResult:
     """Run and evaluate every cell of the study into out/cells/ (suite.pipeline.gridrun.run:
@@ -90,7 +90,7 @@ def run(sp: StudyPlan, out: str | os.PathLike, *, workers: int = 1, executor: st
     sessions.append({"started": started, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "wall_seconds": round(time.perf_counter() - t0, 1), "load_average_at_start": load,
                      "ran": len(result.ran), "skipped": len(result.skipped), "failed": sorted(result.failed),
-                     "workers": workers, "executor": executor, "threads": threads,
+                     "workers": result.workers, "executor": executor, "threads": threads,
                      "machine": _machine(), "versions": _versions()})
     write_study_json(sp, out, sessions)
     return result

@@ -4,6 +4,7 @@ leaderboard site, with a summary table at the end."""
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.commands.grid import add_workers
 from suite.errors import RaceError
 
 
@@ -21,8 +22,7 @@ def configure(p):
                    help="run this grid file instead of tasks/grids/quickstart.yaml (same format as `race grid`)")
     p.add_argument("--limit", type=int, metavar="N",
                    help="evaluate only the first N problems of each target (default: the grid's eval.limit)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="cells run at once (default 1; with one torch thread a cell, up to one worker per core pays)")
+    add_workers(p)
     p.add_argument("--threads", type=int, metavar="N",
                    help="torch threads per cell (default 1: the tiny models gain nothing from more, and more "
                         "oversubscribe a busy machine)")
@@ -37,8 +37,6 @@ def run(args) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise RaceError(f"--limit must be a positive integer, got {args.limit}")
-    if args.workers < 1:
-        raise RaceError(f"--workers must be >= 1, got {args.workers}")
     qs = quickstart(args.out, grid_file=args.grid, limit=args.limit, workers=args.workers, threads=args.threads,
                     progress=not args.no_progress, site=not args.no_site, plots=not args.no_plots)
     print(summary_text(qs))

@@ -4,6 +4,7 @@ of IsoFLOP grids that answers the source paper's claims (docs/findings.md)."""
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.commands.grid import add_workers
 from suite.errors import RaceError
 
 
@@ -22,8 +23,7 @@ def configure(p):
     p.add_argument("--calibrate", metavar="DIR",
                    help="price the plan with cells measured on this machine (folders with report.json and "
                         "timing.json, e.g. an earlier study or grid output): estimated wall seconds per cell and total")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="cells run at once (default 1; with one torch thread a cell, up to one worker per core pays)")
+    add_workers(p)
     p.add_argument("--executor", default="local", metavar="NAME", help="local (default) or ray")
     p.add_argument("--address", metavar="ADDR", help="ray only: an existing Ray cluster ('auto' or HOST:PORT)")
     p.add_argument("--gpus-per-cell", type=float, default=0.0, metavar="G", help="ray only: GPUs each cell reserves")
@@ -44,7 +44,12 @@ def run(args) -> int:
     check_runner(args, "study")
     sp = study.plan(study.load(args.study))
     rates = study.calibrate(args.calibrate) if args.calibrate else None
-    print(study.plan_text(sp, rates))
+    workers = args.workers
+    if workers == "auto":
+        from suite.pipeline.executors import auto_workers
+
+        workers = auto_workers(args.threads or 1, len(sp.cells)) if args.executor == "local" else 1
+    print(study.plan_text(sp, rates, workers))
     if args.plan:
         return 0
     res = studyrun.run(sp, args.out, workers=args.workers, executor=args.executor, threads=args.threads,
