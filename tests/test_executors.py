@@ -97,6 +97,8 @@ def test_auto_workers_is_one_per_core_capped_and_one_on_a_gpu(monkeypatch):
     assert executors.auto_workers(1, 3) == 3 and executors.auto_workers(1, 0) == 1
     monkeypatch.setattr(executors.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert executors.auto_workers(1, 12) == 2 and executors.auto_workers(2, 12) == 1
+    assert executors.resolve_workers("auto", 1, 12) == 2 and executors.resolve_workers(3, 1, 12) == 3
+    assert executors.resolve_workers("auto", 1, 12, "ray") == 1                # Ray places cells itself
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)              # local workers would share it
     assert executors.auto_workers(1, 12) == 1
 

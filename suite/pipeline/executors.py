@@ -135,6 +135,14 @@ def auto_workers(threads: int, jobs: int) -> int:
     return max(1, min(cores // max(1, threads), AUTO_WORKER_CAP, jobs))
 
 
+def resolve_workers(workers: int | str, threads: int, jobs: int, executor: str = "local") -> int:
+    """The number of cells run at once: `workers`, or auto_workers for "auto"; 1 for executors
+    other than local (Ray places cells by their resources)."""
+    if executor != "local":
+        return 1
+    return auto_workers(threads, jobs) if workers == "auto" else int(workers)
+
+
 @executor("local")
 def run_local(jobs: Sequence[Job], workers: int = 1) -> Iterator[JobResult]:
     """Worker processes on this machine (spawned, so torch state never crosses a fork).

@@ -171,7 +171,7 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     returned (and their tracebacks written to the cell's error.txt)."""
     import time
 
-    from .executors import Job, Resources, auto_workers, run_jobs
+    from .executors import Job, Resources, resolve_workers, run_jobs
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -181,8 +181,8 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     todo = [pc for pc in planned if pc not in done]
     if workers == "auto":
         threads = threads or 1
-        workers = auto_workers(threads, len(todo)) if executor == "local" else 1
     threads = threads or max(1, (os.cpu_count() or 1) // max(1, workers))
+    workers = resolve_workers(workers, threads, len(todo), executor)
     total_budget = sum(pc.cell.budget for pc in planned)
     spent = sum(_spent(cell_dir(out, pc.cell) / "report.json") for pc in done)
     jobs = [Job(key=pc.cell.id, fn=run_and_evaluate,

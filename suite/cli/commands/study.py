@@ -44,12 +44,9 @@ def run(args) -> int:
     check_runner(args, "study")
     sp = study.plan(study.load(args.study))
     rates = study.calibrate(args.calibrate) if args.calibrate else None
-    workers = args.workers
-    if workers == "auto":
-        from suite.pipeline.executors import auto_workers
+    from suite.pipeline.executors import resolve_workers
 
-        workers = auto_workers(args.threads or 1, len(sp.cells)) if args.executor == "local" else 1
-    print(study.plan_text(sp, rates, workers))
+    print(study.plan_text(sp, rates, resolve_workers(args.workers, args.threads or 1, len(sp.cells), args.executor)))
     if args.plan:
         return 0
     res = studyrun.run(sp, args.out, workers=args.workers, executor=args.executor, threads=args.threads,
