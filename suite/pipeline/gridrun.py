@@ -179,9 +179,7 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     write_plan(planned, out, grid)
     done = [pc for pc in planned if evaluated(cell_dir(out, pc.cell) / "report.json", ev)]
     todo = [pc for pc in planned if pc not in done]
-    if workers == "auto":
-        threads = threads or 1
-    threads = threads or max(1, (os.cpu_count() or 1) // max(1, workers))
+    threads = threads or (1 if workers == "auto" else max(1, (os.cpu_count() or 1) // max(1, workers)))
     workers = resolve_workers(workers, threads, len(todo), executor)
     total_budget = sum(pc.cell.budget for pc in planned)
     spent = sum(_spent(cell_dir(out, pc.cell) / "report.json") for pc in done)
