@@ -6,7 +6,8 @@ dense Qwen2.5-7B measured in the same run (benchmarks/ratio.py)."""
 import contextlib
 import io
 
-import suite.accounting.flops as acc
+import suite.accounting.adapter as adapter
+import suite.accounting.costs as costs
 import suite.accounting.modelspec as modelspec
 from benchmarks.ratio import Limit, check, interleaved
 from suite.cli import main
@@ -20,8 +21,8 @@ MOE = Limit(3.0, "the same command on a dense 7B (the reference): the MoE adds i
 
 
 def _race_flops(model: str) -> str:
-    acc._model_costs.cache_clear()
-    acc.lora_units.cache_clear()
+    costs.model_costs.cache_clear()
+    adapter.lora_units.cache_clear()
     modelspec._layer.cache_clear()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = main(["flops", "--model", model, "--lora-rank", "64", "--num-iterations", "2", "--beta", "0.04",

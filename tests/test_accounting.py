@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from suite.accounting import (ATTENTION, ENGINES, PROJECTIONS, WORK_KEYS, Adapter, GRPOSettings, add_work,
+from suite.accounting import (Work, ATTENTION, ENGINES, PROJECTIONS, WORK_KEYS, Adapter, GRPOSettings, add_work,
                               coefficients, get_engine, pass_breakdown, phase_flops, step_flops, tokens_from_work,
                               work_from_lengths, work_from_means)
 from suite.errors import RaceError
@@ -25,8 +25,9 @@ def close(measured: int, analytic: int, rel: float = 0.01) -> bool:
     return measured > 0 and abs(measured - analytic) <= rel * measured
 
 
-def only(work: dict, prefix: str) -> dict:
-    return {k: (v if k.startswith(prefix) else 0) for k, v in work.items()}
+def only(work: Work, prefix: str) -> Work:
+    """The statistics of one pass kind (the others zeroed), for the profile the work was built for."""
+    return Work({k: (v if k.startswith(prefix) else 0) for k, v in work.items()}, work.engine)
 
 
 # ---- analytic == measured --------------------------------------------------------------------
@@ -48,12 +49,12 @@ def test_forward_of_every_catalog_model_matches_flopcounter(name):
             work = only(work_from_lengths([length - 1] * batch, [1] * batch, ref, "generic", policy=spec), "update.ref")
             assert (work["update.ref.tokens"], work["update.ref.attn_full"]) == (n, batch * length ** 2)
             work["update.ref.lm_head"] = n
-            rows = pass_breakdown(work, spec, Adapter(kind="full"), GRPOSettings(1, 1), attention="full")
+            rows = pass_breakdown(work, spec, Adapter(kind="full"), GRPOSettings(1, 1), engine="generic", attention="full")
             analytic = dict(((p, name_), f) for p, name_, f in rows)[("update", "reference forward")]
         else:  # a reward model: backbone + score head on every position
             work = {"reward.tokens": n, "reward.attn_full": batch * length ** 2, "reward.heads": n}
             analytic = phase_flops(work, load_spec("Qwen2.5-0.5B-Instruct"), Adapter(kind="full"), GRPOSettings(1, 1),
-                                   reward_model=spec, attention="full")["reward"]
+                                   reward_model=spec, engine="generic", attention="full")["reward"]
         assert measured == analytic, (name, batch, length)
 
 
@@ -182,7 +183,7 @@ def test_passes_run_when_the_engine_runs_them():
     assert wb["update.ref.tokens"] == wb["update.train.tokens"]
     # the reference forward runs without the adapter: cheaper than the old-policy forward
     rows = {n: f for _, n, f in pass_breakdown({**wb, "update.old.tokens": wb["update.ref.tokens"]}, SPEC15,
-                                                Adapter.from_rank(64), beta)}
+                                                Adapter.from_rank(64), beta, engine="trl")}
     assert 0 < rows["reference forward"] < rows["old-policy forward"]
 
 
@@ -269,6 +270,27 @@ def test_bad_lengths_are_refused_with_a_reason(lengths, msg):
         work_from_lengths([4] * max(1, len(lengths)), lengths, s)
 
 
+def test_work_is_priced_under_the_profile_it_was_built_for():
+    """Work remembers its engine profile: pricing follows it, another profile is refused, a
+    plain dict (read from a file) must name one, and work of two profiles does not add."""
+    import pickle
+
+    s, ad = GRPOSettings(2, 2, max_completion_tokens=16), Adapter.from_rank(8)
+    trl, gen = (work_from_lengths([5, 7], [3, 4, 9, 2], s, e) for e in ("trl", "generic"))
+    assert (trl.engine, gen.engine, work_from_means(6, 5, s).engine) == ("trl", "generic", "generic")
+    assert phase_flops(trl, SPEC15, ad, s) == phase_flops(dict(trl), SPEC15, ad, s, engine="trl")
+    assert phase_flops(trl, SPEC15, ad, s) != phase_flops(dict(trl), SPEC15, ad, s, engine="generic")
+    with pytest.raises(RaceError, match="built for engine profile 'trl' priced under 'generic'"):
+        phase_flops(trl, SPEC15, ad, s, engine="generic")
+    with pytest.raises(RaceError, match="does not say which engine profile"):
+        phase_flops(dict(trl), SPEC15, ad, s)
+    with pytest.raises(RaceError, match="cannot be added"):
+        add_work(trl, gen)
+    assert add_work(trl, trl).engine == "trl" and add_work(trl, dict(trl)).engine == "trl"
+    back = pickle.loads(pickle.dumps(trl))          # grid workers send work between processes
+    assert back == trl and back.engine == "trl"
+
+
 def test_bad_means_engines_settings_and_work():
     s = GRPOSettings(2, 2)
     for p, c in ((math.inf, 10), (10, -5), (10, 5e8), (math.nan, 3)):
@@ -288,6 +310,6 @@ def test_bad_means_engines_settings_and_work():
         Adapter(kind="lora", rank=0)
     w = work_from_means(10, 10, s)
     with pytest.raises(RaceError, match="unknown key"):
-        phase_flops({**w, "rollout.tokenz": 1}, SPEC15, Adapter.from_rank(8), s)
+        phase_flops({**w, "rollout.tokenz": 1}, SPEC15, Adapter.from_rank(8), s, engine="generic")
     with pytest.raises(RaceError, match="non-negative integer"):
-        phase_flops({**w, "rollout.tokens": -1}, SPEC15, Adapter.from_rank(8), s)
+        phase_flops({**w, "rollout.tokens": -1}, SPEC15, Adapter.from_rank(8), s, engine="generic")

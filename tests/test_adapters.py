@@ -1,4 +1,4 @@
-"""One conversion from a PEFT config to the accounting's Adapter (suite.accounting.adapters):
+"""One conversion from a PEFT config to the accounting's Adapter (suite.accounting.adapter):
 the TRL callback reads it off a live PEFT model, the evaluation off the saved
 adapter_config.json; both give the same Adapter, and both refuse what cannot be counted."""
 
@@ -9,7 +9,7 @@ import json
 import pytest
 
 from suite.accounting import PROJECTIONS, Adapter
-from suite.accounting.adapters import adapter_from_peft
+from suite.accounting.adapter import adapter_from_peft
 from suite.errors import RaceError
 
 

@@ -32,7 +32,7 @@ def test_module_map_lists_every_module_and_nothing_else():
 
 def test_the_three_questions_have_one_file_each():
     head = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("## Layers", 1)[0]
-    for question, path in (("update FLOPs computed", "suite/accounting/flops.py"),
+    for question, path in (("update FLOPs computed", "suite/accounting/costs.py"),
                            ("a report read", "suite/record/report.py"),
                            ("correctness decided", "suite/answers.py")):
         line = next(x for x in head.splitlines() if question in x)

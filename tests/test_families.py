@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from suite.accounting import (PROJECTIONS, Adapter, GRPOSettings, lora_units, phase_flops, unmatched_targets,
+from suite.accounting import (Work, PROJECTIONS, Adapter, GRPOSettings, lora_units, phase_flops, unmatched_targets,
                               verl_update_flops, work_from_lengths, work_from_means)
 from suite.cli import main
 from suite.errors import RaceError
@@ -74,8 +74,9 @@ def spec_of(model_type: str, extra: dict):
     return spec_from_config(config(model_type, extra), model_type)
 
 
-def only(work: dict, prefix: str) -> dict:
-    return {k: (v if k.startswith(prefix) else 0) for k, v in work.items()}
+def only(work: Work, prefix: str) -> Work:
+    """The statistics of one pass kind (the others zeroed), for the profile the work was built for."""
+    return Work({k: (v if k.startswith(prefix) else 0) for k, v in work.items()}, work.engine)
 
 
 def rollout(spec, adapter, prompts, completions):
@@ -418,7 +419,7 @@ def test_training_and_evaluation_read_the_same_adapter_off_peft(tmp_path, model_
     """The TRL callback reads the adapter off the live PEFT model, the evaluation off its saved
     adapter_config.json (where peft keeps its MoE conversion: target_parameters and the fused
     rank pattern); both give an Adapter whose lora_units are what peft adapted."""
-    from suite.accounting.adapters import adapter_from_peft
+    from suite.accounting.adapter import adapter_from_peft
     from suite.accounting.reference import adapted_units, add_lora, build_model
     from suite.train.trl_callback import adapter_of
 

@@ -36,7 +36,7 @@ def test_a_lazy_registry_loads_once_at_first_lookup():
 @pytest.mark.parametrize("where, name, existing", [
     ("suite.cli.main", "COMMANDS", "flops"),
     ("suite.validate.registry", "RULES", "ARITH-001"),
-    ("suite.accounting.flops", "ENGINES", "trl"),
+    ("suite.accounting.engines", "ENGINES", "trl"),
     ("suite.train.rewards", "REWARD_SYSTEMS", "sparse"),
     ("suite.pipeline.executors", "EXECUTORS", "local"),
     ("suite.analysis.race", "MODELS", "linear"),

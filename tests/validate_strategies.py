@@ -99,7 +99,7 @@ def ledger_records(spec: dict, lengths: list) -> list[dict]:
         reward = [p + c for p, c in zip(full, comps)] if rm else None
         work = work_from_lengths(prompts, comps, g, eng, reward, policy=policy, reward_model=rm)
         recs.append({"step": step, "time": f"2026-11-29T20:{step // 60:02d}:{step % 60:02d}Z",
-                     "tokens": tokens_from_work(work), "work": work,
+                     "tokens": tokens_from_work(work), "work": dict(work),
                      "flops": phase_flops(work, policy, adapter, g, rm, engine=eng, attention=att)})
     return recs
 

@@ -1,9 +1,25 @@
-"""Layer 1, accounting: what a GRPO step costs. Model specs (`modelspec`, with the config
-catalog in `catalog/`), the work -> FLOPs pricing and engine profiles (`flops`), and the
-measured reference it is tested against (`reference`, torch's FlopCounterMode).
+"""Layer 1, accounting: what a GRPO step costs, one idea per module:
 
-`suite.accounting` itself offers the names of `suite.accounting.flops` (the documented import
+- `modelspec`: model specs from a config.json or the catalog (`catalog/`);
+- `adapter`: what is trained (LoRA or full) and what peft adapts for it;
+- `settings`: the GRPO settings that move FLOPs;
+- `engines`: engine profiles (which passes an engine runs, over which positions);
+- `work`: token statistics of steps, built for one profile;
+- `costs`: what one model's passes cost per statistic;
+- `pricing`: work -> FLOPs per phase, the step-cost bound a budget stops on;
+- `compare`: other engines' formulas (verl's estimator, 6*N*T), for comparison;
+- `utilization`: achieved FLOP/s and the machine's ceiling;
+- `reference`: the measured reference (torch's FlopCounterMode) the formulas are tested against.
+
+`suite.accounting` itself offers the public names of the pricing modules (the documented import
 path: `from suite.accounting import phase_flops`)."""
 
-from .flops import *  # noqa: F401,F403
-from .flops import __all__  # noqa: F401
+from . import adapter, compare, engines, pricing, settings, work
+from .adapter import *  # noqa: F401,F403
+from .compare import *  # noqa: F401,F403
+from .engines import *  # noqa: F401,F403
+from .pricing import *  # noqa: F401,F403
+from .settings import *  # noqa: F401,F403
+from .work import *  # noqa: F401,F403
+
+__all__ = [*adapter.__all__, *settings.__all__, *engines.__all__, *work.__all__, *pricing.__all__, *compare.__all__]

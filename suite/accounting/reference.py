@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Sequence
 
-from .flops import Adapter
+from .adapter import Adapter
 from .modelspec import ModelSpec
 
 
@@ -113,7 +113,7 @@ def add_lora(model, adapter: Adapter):
         return model
     from peft import LoraConfig, get_peft_model
 
-    from .flops import ALL_LINEAR
+    from .adapter import ALL_LINEAR
 
     modules = [t for t in adapter.targets if "." not in t]
     params = [t for t in adapter.targets if "." in t]

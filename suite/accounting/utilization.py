@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import RaceError
-from .flops import PHASES
+from .work import PHASES
 
 #: Square fp32 matmul sizes the probe tries; the ceiling is the best rate among them.
 PROBE_SIZES = (256, 512, 1024)

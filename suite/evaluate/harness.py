@@ -253,7 +253,7 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     included, no padding: engine profile 'generic'); the scorer (judge or reward model) is one
     forward over the tokens it scored. Completions a scorer skipped (0 tokens) cost nothing."""
     from ..accounting import GRPOSettings, phase_flops, work_from_lengths
-    from ..accounting.adapters import adapter_from_peft
+    from ..accounting.adapter import adapter_from_peft
     from ..accounting.modelspec import load_spec
 
     policy = load_spec(str(model))

@@ -81,7 +81,7 @@ def adapter_of(model, spec=None):
     """accounting.Adapter of the model the trainer trains: its PEFT LoRA (what PEFT really
     adapted, read off the modules: target_modules may be a list, a regex or "all-linear"; MoE
     expert stacks are target_parameters), or full fine-tuning."""
-    from ..accounting.adapters import adapter_from_peft
+    from ..accounting.adapter import adapter_from_peft
     from ..accounting.reference import adapted_units
 
     peft_cfg = getattr(model, "peft_config", None)
