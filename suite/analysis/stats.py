@@ -134,7 +134,9 @@ def adjusted(level: float, tests: int) -> float:
 
 def prob_best(replicates: np.ndarray) -> np.ndarray:
     """(A,) share of replicates in which each of A candidates (rows of an (A, B) array) has the
-    highest value; a tie splits its replicate equally among the tied candidates."""
-    m = np.asarray(replicates, dtype=np.float64)
+    highest value; a tie splits its replicate equally among the tied candidates. Values are
+    rounded to 1e-9 first: two allocations with equal scores tie on every machine, whatever
+    order its SIMD summation adds their weighted problems in."""
+    m = np.round(np.asarray(replicates, dtype=np.float64), 9)
     top = m == m.max(axis=0, keepdims=True)
     return (top / top.sum(axis=0, keepdims=True)).mean(axis=1)
