@@ -17,9 +17,10 @@ REPORT = "report-v1.schema.json"
 """Compute-allocation report v1."""
 REPORT_ID = "https://race-suite.org/schemas/report/v1.json"
 """The `$schema` a report names."""
-REPORT_VERSION = "1.1"
-"""The report version this suite writes (1.1: provenance required, hardware optional)."""
-SUPPORTED_VERSIONS = ("1.0", "1.1")
+REPORT_VERSION = "1.2"
+"""The report version this suite writes (1.1: provenance required, hardware optional; 1.2: the
+optional sections of real runs)."""
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
 """The report versions this suite reads and validates (a 1.0 report has no provenance)."""
 LEDGER_RECORD = "ledger-record-v1.schema.json"
 """One line of a ledger.jsonl."""

@@ -164,7 +164,7 @@ def _hint(err) -> str:
                 f"{err.instance / 100:.4g}" if isinstance(err.instance, (int, float)) and err.instance <= 100
                 else "shares are fractions of the total in [0, 1]")
     if err.validator == "required" and "'provenance'" in err.message:
-        return ("a version 1.1 report says how its numbers were obtained: add provenance {method: measured, imported "
+        return ("a report of version 1.1 or later says how its numbers were obtained: add provenance {method: measured, imported "
                 "or estimated} (docs/report.md), or rebuild it with race report")
     return _HINTS.get(err.validator, "see schemas/report-v1.schema.json")
 
