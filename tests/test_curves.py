@@ -188,10 +188,13 @@ def test_race_curves_reads_the_points_from_disk_and_refuses_the_flat_ones_in_one
     rise = next(r for r in runs if r.label == "rise")
     assert [p.step for p in rise.curve] == [0, 10, 20, 30] and rise.curve[1].flops > 0
     assert rise.curve[2].scores[TARGET, "pass@1"].mean() == pytest.approx(0.6)
-    assert main(["curves", str(tmp_path / "study"), "--no-plots", "--replicates", "100", "--out", str(tmp_path)]) == 0
+    assert main(["curves", str(tmp_path / "study"), "--replicates", "100", "--budget", "1e17", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "rise " in out and "flat         refused: too flat to fit" in out and "1 curve(s) fitted, 1 refused" in out
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (tmp_path / "curves.svg").is_file()
     doc = json.loads((tmp_path / "curves.json").read_text())
+    rise = next(a for a in doc["conditions"][0]["allocations"] if a["label"] == "rise")
+    assert rise["band"]["flops"][-1] == pytest.approx(1e17) and rise["at_budget"]["low"] <= rise["at_budget"]["high"]
     curves.check(doc)
     assert doc["conditions"][0]["problems"] == 400 and doc["source"]["runs"] == 6
 

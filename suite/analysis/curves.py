@@ -135,7 +135,8 @@ def series(runs: Iterable[Run], metrics: Sequence[str] = METRICS) -> dict[Condit
             raise RaceError(f"runs {', '.join(r.path for r in members)} share allocation, budget and seed",
                             "pass each run once")
         for target, metric in sorted(members[0].scores):
-            if metric in metrics:
+            along = (target.split(":", 1)[0], metric)         # scored along the run too, not only at its end
+            if metric in metrics and all(any(along in p.scores for p in r.curve) for r in members):
                 raw[members[0].condition(target, metric)].append((name, members, target, metric))
     out: dict[Condition, tuple[Series, ...]] = {}
     for cond, entries in sorted(raw.items()):

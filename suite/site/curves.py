@@ -87,8 +87,8 @@ def plot(doc: dict, out: str | os.PathLike) -> list[Path]:
         ax.set_ylabel(f"{c['condition']['metric']} (first {c['problems']} problems)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    return finish_figure(fig, axes, len(conds), "Compute-performance curves per allocation: " + doc["form"]
-                         + " (bands: 95% bootstrap)", Path(out), FIGURE)
+    return finish_figure(fig, axes, len(conds), f"Curves per allocation, {doc['settings']['level']:.0%} bootstrap bands",
+                         Path(out), FIGURE)
 
 
 def write(doc: dict, out: str | os.PathLike, *, plots: bool = True) -> list[Path]:
