@@ -160,6 +160,32 @@ def test_calibration_prices_cells_from_measured_phase_rates(tmp_path, paper):
         study.calibrate(tmp_path / "empty")
 
 
+def test_calibration_prices_evaluation_per_problem_and_the_points_along_the_run(tmp_path, paper):
+    """A plan that scores other problems than the measured cells (a larger set, points along the
+    run) is priced per problem scored: the end at its rate, each curve point at the curve stage's."""
+    from dataclasses import replace
+
+    from suite.analysis.grid import CurvePlan
+
+    cell = tmp_path / "cells" / "m"
+    cell.mkdir(parents=True)
+    rows = [{"target": t, "metric": "pass@1", "value": 0.4, "n": 250} for t in ("arith-easy-250", "arith-hard-250")]
+    rep = {"policy": {"name": "policy-m"}, "reward": {"system": "sparse"}, "evaluations": rows,
+           "curve": {"points": [{"step": s, "evaluations": [{**rows[0], "n": 100}]} for s in (0, 10, 20, 30)]},
+           "totals": {"flops": {"rollout": 1e11, "update": 3e11, "reward": 0},
+                      "seconds": {"rollout": 10.0, "update": 15.0, "reward": 1.0}, "work": {"count.completions": 1000}}}
+    (cell / "report.json").write_text(json.dumps(rep))
+    (cell / "timing.json").write_text(json.dumps({"train_seconds": 30.0, "eval_seconds": 20.0, "curve_seconds": 8.0}))
+    rates = study.calibrate(tmp_path)
+    assert rates.per_problem["policy-m", "sparse"] == pytest.approx(20.0 / 500)
+    assert rates.curve_per_problem["policy-m", "sparse"] == pytest.approx(8.0 / 400)
+    pc = next(pc for pc in paper.cells if pc.cell.model == "policy-m" and pc.cell.reward == "sparse")
+    ev = replace(paper.evaluation, targets=("arith-easy-2000",), curve=CurvePlan(every=10, limit=200))
+    train = study.estimate(pc, rates) - 20.0                         # without the plan: the measured mean
+    points = 1 + (pc.steps - 1) // 10
+    assert study.estimate(pc, rates, ev) == pytest.approx(train + 20.0 / 500 * 2000 + 8.0 / 400 * points * 200)
+
+
 @pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: str(p.relative_to(home())))
 def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, capsys):
     """The findings table is one documented command away from the committed reports."""
