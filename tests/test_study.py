@@ -101,6 +101,20 @@ def test_bad_study_files_are_refused_in_one_line(tmp_path, capsys, change, messa
     assert message in err[0] and len(err) <= 2 and "Traceback" not in "".join(err)
 
 
+def test_a_study_extends_another_and_replaces_the_keys_it_names(tmp_path, capsys):
+    """tasks/studies/paper-curves.yaml is the committed study scored along the run: paper.yaml's
+    blocks and cells, its eval replaced (one curve plan for every cell); a loop is one line."""
+    base, again = study.load(PAPER), study.load(tasks() / "studies" / "paper-curves.yaml")
+    assert again.name == "paper-curves" and [b.name for b in again.blocks] == [b.name for b in base.blocks]
+    for b, c in zip(base.blocks, again.blocks):
+        assert c.grid.evaluation.targets == b.grid.evaluation.targets and b.grid.evaluation.curve is None
+        assert c.grid.evaluation.curve.every == 5 and (c.grid.allocations, c.grid.seeds) == (b.grid.allocations, b.grid.seeds)
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\nname: a\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    assert main(["study", str(tmp_path / "a.yaml"), "--plan"]) == 2
+    assert "leads back to itself" in capsys.readouterr().err
+
+
 def test_timing_records_each_stage_and_nothing_for_one_that_fails(tmp_path):
     from suite.record.timing import read_timing, timed
 

@@ -2,7 +2,8 @@
 resumable job (suite.pipeline.studyrun) and analysed into findings (suite.analysis.findings).
 
 A study file (tasks/studies/*.yaml) declares once what its grids share — the cell fields, the
-models, reward systems, allocations, seeds, band and evaluation — and then *blocks*: each block
+models, reward systems, allocations, seeds, band and evaluation — and then *blocks* (or it
+`extends` another study file and replaces some of its keys): each block
 picks models, budgets, rewards and allocations from those, says which claims (a)-(f) it answers
 and why, and becomes one suite.analysis.grid Grid. A full cross of every axis would cost days on two
 cores; blocks let a study run only the cells a claim needs (docs/findings.md has the claim ->
@@ -146,9 +147,29 @@ def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike 
 
 
 def load(path: str | os.PathLike) -> Study:
-    """Read and check a study file. RaceError naming it when missing or malformed."""
+    """Read and check a study file (and the file it `extends`). RaceError naming it when missing
+    or malformed."""
     p, data = read_yaml(path, "study")
-    return study_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
+    return study_from_dict(_extended(p, data), name=p.stem, base=p.parent.resolve(), source=str(p))
+
+
+def _extended(path: Path, data: Any, chain: tuple[Path, ...] = ()) -> Any:
+    """A study file's mapping with `extends: FILE` resolved: FILE's keys (relative to this file's
+    folder, itself possibly extending another), each key given here replacing FILE's whole value."""
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    ref = data["extends"]
+    here = path.resolve()
+    if not isinstance(ref, str):
+        raise RaceError(f"study {path}: extends must name a study file, got {ref!r}", "extends: paper.yaml")
+    target = (here.parent / ref).resolve()
+    if target in (*chain, here):
+        raise RaceError(f"study {path}: extends {ref} leads back to itself", "extend a file that does not extend this one")
+    base_path, base = read_yaml(target, "study")
+    base = _extended(base_path, base, (*chain, here))
+    if not isinstance(base, dict):
+        raise RaceError(f"study {path}: extends {ref}, which is not a study mapping")
+    return {**base, **{k: v for k, v in data.items() if k != "extends"}}
 
 
 # ---------------------------------------------------------------- planning

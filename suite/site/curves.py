@@ -36,8 +36,11 @@ def table(doc: dict) -> str:
                 lines.append(f"  {a['label']:<12} refused: {a['reason'].split(': ', 1)[1]}")
                 continue
             at = f"  R({budget:.3g}) {_e(a['at_budget'])}" if budget else ""
+            refits = doc["settings"]["replicates"] - a["failed_replicates"]
+            bound = (f"; A's interval reaches the bound: {a['unbent_replicates']} of {refits} refits did not bend"
+                     if a["unbent_replicates"] > (1 - doc["settings"]["level"]) / 2 * refits else "")
             lines.append(f"  {a['label']:<12} A {_e(a['A'])}  B {_e(a['B'], '.2f')}  C_mid {_e(a['C_mid'], '.3g')}  "
-                         f"R0 {_e(a['r0'])}  ({a['seeds']} seeds, {len(a['points'])} points){at}")
+                         f"R0 {_e(a['r0'])}  ({a['seeds']} seeds, {len(a['points'])} points{bound}){at}")
         for key, what in (("highest_asymptote", "highest asymptote"), ("best_efficiency", "best efficiency")):
             lead = c[key]
             if lead:
