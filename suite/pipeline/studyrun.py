@@ -28,7 +28,7 @@ def _versions() -> dict:
     from .. import __version__
 
     out = {"race": __version__, "python": platform.python_version()}
-    for dist in ("torch", "transformers", "trl", "peft", "lm_eval", "math-verify", "numpy"):
+    for dist in ("torch", "transformers", "trl", "peft", "lm_eval", "math-verify", "numpy", "scipy"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:
