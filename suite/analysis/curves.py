@@ -1,3 +1,4 @@
+# Over 500 lines: the fit, its bootstrap replicates, the refusals and curves.json read the same series and must agree.
 """Compute-performance curves per allocation: ScaleRL's saturating form fitted to the scores a
 run passed through (report `curve`, suite.evaluate.curve), with bootstrap intervals, refusals of
 curves that cannot carry a fit, and extrapolation to a named budget.
@@ -396,20 +397,17 @@ def fit_all(by_condition: Mapping[Condition, Sequence[Series]], *, replicates: i
 # ---------------------------------------------------------------- the document
 
 
-def _est(reps: np.ndarray, value: float, level: float, digits: int = 4) -> dict:
-    ok = reps[np.isfinite(reps)]
-    return estimate(value, ok if ok.size else np.array([value]), level).to_dict(digits)
-
-
 def _sig(x: float) -> float:
     """FLOPs to 6 significant digits (a JSON number every machine writes alike)."""
     return float(f"{x:.6g}")
 
 
-def _flops_est(reps: np.ndarray, value: float, level: float) -> dict:
+def _est(reps: np.ndarray, value: float, level: float, digits: int | None = 4) -> dict:
+    """The estimate over the replicates that converged; digits None: FLOPs (6 significant)."""
     ok = reps[np.isfinite(reps)]
     e = estimate(value, ok if ok.size else np.array([value]), level)
-    return {"value": _sig(e.value), "low": _sig(e.low), "high": _sig(e.high), "level": e.level}
+    return e.to_dict(digits) if digits is not None else \
+        {"value": _sig(e.value), "low": _sig(e.low), "high": _sig(e.high), "level": e.level}
 
 
 def _leader(curves: Sequence[Curve], column: int, level: float) -> dict | None:
@@ -452,7 +450,7 @@ def _allocation(c: Curve, budget: float | None, level: float) -> dict:
     if c.fitted:
         r = c.replicates
         out.update(A=_est(r[:, 1], c.params.a, level), B=_est(r[:, 2], c.params.b, level, 3),
-                   C_mid=_flops_est(r[:, 3], c.params.c_mid, level), failed_replicates=int(np.isnan(r[:, 0]).sum()),
+                   C_mid=_est(r[:, 3], c.params.c_mid, level, None), failed_replicates=int(np.isnan(r[:, 0]).sum()),
                    band=_band(c, budget, level))
         if c.r0 is None:
             out["r0"] = _est(r[:, 0], c.params.r0, level)
