@@ -95,6 +95,6 @@ def test_data_and_tokenizer_build_is_deterministic(tmp_path, monkeypatch):
     monkeypatch.delenv("RACE_HOME")
     real = embedded.task_dir()
     assert real != tmp_path / "tasks" / "arith"
-    for rel in ["data/train.jsonl", "data/arith-easy-250.jsonl", "data/arith-hard-250.jsonl",
+    for rel in ["data/train.jsonl", "data/arith-easy-250.jsonl", "data/arith-hard-250.jsonl", "data/arith-easy-2000.jsonl",
                 "models/tokenizer/tokenizer.json", "models/tokenizer/tokenizer_config.json"]:
         assert (tmp_path / "tasks" / "arith" / rel).read_bytes() == (real / rel).read_bytes(), rel

@@ -110,3 +110,16 @@ def test_embedded_targets_load_without_data_dir():
     shipped = [json.loads(x) for x in (targets.lm_eval_tasks_dir().parent / "arith/data/arith-hard-250.jsonl").read_text().splitlines()]
     assert len(docs) == 250 == len(shipped)
     assert [d["question"] for d in docs] == [r["question"] for r in shipped]
+
+
+def test_the_large_held_out_set_is_fresh_and_loads_through_lm_eval():
+    """arith-easy-2000 (the decisive study's target): 2000 distinct problems, none in train or the
+    250-problem sets, served by its lm-eval task YAML."""
+    data = targets.lm_eval_tasks_dir().parent / "arith" / "data"
+    rows = [json.loads(x) for x in (data / "arith-easy-2000.jsonl").read_text().splitlines()]
+    questions = [r["question"] for r in rows]
+    seen = {json.loads(x)["question"] for f in ("train", "arith-easy-250", "arith-hard-250")
+            for x in (data / f"{f}.jsonl").read_text().splitlines()}
+    assert len(set(questions)) == 2000 == targets.target("arith-easy-2000").size and not seen & set(questions)
+    docs = _lm_eval_docs("arith-easy-2000", Path("/nonexistent"))
+    assert [d["question"] for d in docs] == questions

@@ -288,8 +288,10 @@ def test_the_docs_example_puts_the_committed_findings_on_the_site(tmp_path, monk
         assert row in html, c["id"]
     s = doc["race_holdout"]["summary"]["hit_rate"]
     assert f"Same-regime hit rate {s['value']:.3f} [{s['low']:.3f}, {s['high']:.3f}]" in html
-    assert html.count('<tr><td>') == len(doc["race_holdout"]["trials"]) + sum(len(c["allocations"])
-                                                                              for c in doc["conditions"])
+    predictors = 3 if doc["race_holdout"]["summary"].get("predictors") else 0     # RACE, baseline, curves
+    assert html.count('<tr><td>') == len(doc["race_holdout"]["trials"]) + predictors + sum(
+        len(c["allocations"]) for c in doc["conditions"])
+    assert predictors and '<table class="study" id="predictors">' in html
     assert "frontier_intervals" not in html         # no figure beside the fixture: none linked
     # the site's Content-Security-Policy: its one inline style by hash, no script on this page
     style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)

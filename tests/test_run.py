@@ -37,7 +37,8 @@ def _checkpoint_steps(out: Path) -> list[int]:
 
 
 def test_kill_9_then_resume_counts_no_step_twice(tmp_path, policy):
-    cell = write_cell(tmp_path / "cell.yaml", policy, engine={"torch_threads": 1, "checkpoint_every": 3})
+    cell = write_cell(tmp_path / "cell.yaml", policy, engine={"torch_threads": 1, "checkpoint_every": 3,
+                                                             "snapshot_every": 2})
     out = tmp_path / "run"
     steps = 10
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
@@ -66,6 +67,10 @@ def test_kill_9_then_resume_counts_no_step_twice(tmp_path, policy):
     assert done == list(range(1, len(done) + 1)) and len(done) >= 4
     ckpt = _checkpoint_steps(out)[-1]
     assert ckpt <= done[-1]
+    from suite.train.snapshots import snapshots
+
+    before = {step: p.stat().st_mtime_ns for step, p in snapshots(out)}
+    assert set(before) <= set(range(2, done[-1] + 1, 2))       # every 2nd step, none ahead of the ledger
 
     r = _race("run", "--resume", str(out), "--max-steps", str(steps), "--no-progress")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -81,6 +86,11 @@ def test_kill_9_then_resume_counts_no_step_twice(tmp_path, policy):
         assert not discarded.exists()
     # Steps before the checkpoint were kept byte for byte.
     assert final.records[:ckpt] == killed.records[:ckpt]
+    # Snapshots: all of them, those before the checkpoint kept, those after it made again.
+    after = {step: p.stat().st_mtime_ns for step, p in snapshots(out)}
+    assert sorted(after) == [2, 4, 6, 8, 10]
+    assert all(after[s] == t for s, t in before.items() if s <= ckpt)
+    assert all(after[s] != t for s, t in before.items() if s > ckpt)
     for name in ("cell.yaml", "report.json", "adapter/adapter_config.json"):
         assert (out / name).is_file(), name
     import json

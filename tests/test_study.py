@@ -101,6 +101,20 @@ def test_bad_study_files_are_refused_in_one_line(tmp_path, capsys, change, messa
     assert message in err[0] and len(err) <= 2 and "Traceback" not in "".join(err)
 
 
+def test_a_study_extends_another_and_replaces_the_keys_it_names(tmp_path, capsys):
+    """tasks/studies/paper-curves.yaml is the committed study scored along the run: paper.yaml's
+    blocks and cells, its eval replaced (one curve plan for every cell); a loop is one line."""
+    base, again = study.load(PAPER), study.load(tasks() / "studies" / "paper-curves.yaml")
+    assert again.name == "paper-curves" and [b.name for b in again.blocks] == [b.name for b in base.blocks]
+    for b, c in zip(base.blocks, again.blocks):
+        assert c.grid.evaluation.targets == b.grid.evaluation.targets and b.grid.evaluation.curve is None
+        assert c.grid.evaluation.curve.every == 5 and (c.grid.allocations, c.grid.seeds) == (b.grid.allocations, b.grid.seeds)
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\nname: a\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    assert main(["study", str(tmp_path / "a.yaml"), "--plan"]) == 2
+    assert "leads back to itself" in capsys.readouterr().err
+
+
 def test_timing_records_each_stage_and_nothing_for_one_that_fails(tmp_path):
     from suite.record.timing import read_timing, timed
 
@@ -158,6 +172,32 @@ def test_calibration_prices_cells_from_measured_phase_rates(tmp_path, paper):
     (tmp_path / "empty").mkdir()
     with pytest.raises(RaceError, match="no measured cells"):
         study.calibrate(tmp_path / "empty")
+
+
+def test_calibration_prices_evaluation_per_problem_and_the_points_along_the_run(tmp_path, paper):
+    """A plan that scores other problems than the measured cells (a larger set, points along the
+    run) is priced per problem scored: the end at its rate, each curve point at the curve stage's."""
+    from dataclasses import replace
+
+    from suite.analysis.grid import CurvePlan
+
+    cell = tmp_path / "cells" / "m"
+    cell.mkdir(parents=True)
+    rows = [{"target": t, "metric": "pass@1", "value": 0.4, "n": 250} for t in ("arith-easy-250", "arith-hard-250")]
+    rep = {"policy": {"name": "policy-m"}, "reward": {"system": "sparse"}, "evaluations": rows,
+           "curve": {"points": [{"step": s, "evaluations": [{**rows[0], "n": 100}]} for s in (0, 10, 20, 30)]},
+           "totals": {"flops": {"rollout": 1e11, "update": 3e11, "reward": 0},
+                      "seconds": {"rollout": 10.0, "update": 15.0, "reward": 1.0}, "work": {"count.completions": 1000}}}
+    (cell / "report.json").write_text(json.dumps(rep))
+    (cell / "timing.json").write_text(json.dumps({"train_seconds": 30.0, "eval_seconds": 20.0, "curve_seconds": 8.0}))
+    rates = study.calibrate(tmp_path)
+    assert rates.per_problem["policy-m", "sparse"] == pytest.approx(20.0 / 500)
+    assert rates.curve_per_problem["policy-m", "sparse"] == pytest.approx(8.0 / 400)
+    pc = next(pc for pc in paper.cells if pc.cell.model == "policy-m" and pc.cell.reward == "sparse")
+    ev = replace(paper.evaluation, targets=("arith-easy-2000",), curve=CurvePlan(every=10, limit=200))
+    train = study.estimate(pc, rates) - 20.0                         # without the plan: the measured mean
+    points = 1 + (pc.steps - 1) // 10
+    assert study.estimate(pc, rates, ev) == pytest.approx(train + 20.0 / 500 * 2000 + 8.0 / 400 * points * 200)
 
 
 @pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: str(p.relative_to(home())))

@@ -9,8 +9,9 @@ and (b) Qwen2.5-Math-PRM-7B feedback. Per-step token lengths are drawn with a fi
 priced by suite.accounting (work_from_lengths + phase_flops), exactly as a run's ledger
 callback would. Evaluation values are illustrative, not the paper's results. Beside them: the
 same setup as an author with only its setup table would report it (`race report --estimate`:
-provenance estimated, no ledger, with the hardware cross-check), and the sparse report as
-version 1.0 wrote it (no provenance), which stays valid.
+provenance estimated, no ledger, with the hardware cross-check), the sparse report as
+version 1.0 wrote it (no provenance), which stays valid, and the sparse report scored along
+the run (1.2 `curve`).
 
 invalid/: each document breaks one invariant; `<name>.expect` lists exactly the rule IDs it
 triggers, the invariant's own and its consequences (one per line); tests/test_validate_examples.py
@@ -119,10 +120,28 @@ def make_valid() -> dict[str, dict]:
     old["schema_version"] = "1.0"
     del old["provenance"]
     write_json_atomic(out / "v1.0-paper-qwen1.5b-lora64-sparse.json", old)
+    docs["curve"] = with_curve(docs["sparse"], out / docs["sparse"]["ledger"]["path"])
+    write_json_atomic(out / "paper-qwen1.5b-lora64-sparse-curve.json", docs["curve"])
     docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
                                       cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED)
     write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
     return docs
+
+
+def with_curve(doc: dict, ledger: Path) -> dict:
+    """The sparse report scored along the run (schema 1.2 `curve`): step 0 and every 10th step on the
+    first 100 problems, each stamped with the ledger's cumulative FLOPs (illustrative scores)."""
+    from suite.evaluate.curve import cumulative_flops
+
+    steps = [0, 10, 20, 30]
+    stamps = cumulative_flops(ledger, steps)
+    out = copy.deepcopy(doc)
+    out["run"]["id"] += "-curve"
+    out["curve"] = {"every": 10, "limit": 100, "points": [
+        {"step": s, "flops": stamps[s], "evaluations": [
+            {"target": "gsm8k-250:first-100", "metric": "pass@1", "value": v, "n": 100}]}
+        for s, v in zip(steps, (0.62, 0.66, 0.69, 0.70))]}
+    return out
 
 
 # A paper's setup table as a cell (docs/paper-report.md walks an author through one like it).
@@ -156,7 +175,7 @@ def invalid_cases(valid: dict[str, dict]):
     def mut(src, fn):
         d = copy.deepcopy(src)
         if "ledger" in d:
-            d["ledger"]["path"] = "base.ledger.jsonl" if src is sparse else "prm.ledger.jsonl"
+            d["ledger"]["path"] = "prm.ledger.jsonl" if src is prm else "base.ledger.jsonl"
         fn(d)
         return d
 
@@ -251,6 +270,23 @@ def invalid_cases(valid: dict[str, dict]):
     yield "shares-as-percent", mut(sparse, setp(("totals", "shares", "rollout"), 61.1)), ["SCHEMA-002"]
     yield "no-provenance", mut(sparse, lambda d: d.pop("provenance")), ["SCHEMA-002"]
     yield "estimate-with-steps-missing", mut(valid["estimate"], lambda d: d["provenance"].pop("steps")), ["SCHEMA-002"]
+
+    # Scores along the run (1.2 `curve`): stamped with what the ledger had spent at each step, in order.
+    curve = valid["curve"]
+
+    def slide(d):                        # cheaper than the ledger says, still after the point before
+        d["curve"]["points"][2]["flops"]["update"] -= 10**15
+        pt = d["curve"]["points"][2]["flops"]
+        pt["total"] = pt["rollout"] + pt["update"] + pt["reward"]
+    yield "curve-off-ledger", mut(curve, slide), ["CURVE-001"]
+
+    def swap(d):
+        pts = d["curve"]["points"]
+        pts[1], pts[2] = pts[2], pts[1]
+    yield "curve-out-of-order", mut(curve, swap), ["CURVE-002"]
+    yield "curve-past-the-end", mut(curve, lambda d: d["curve"]["points"].append(
+        {**d["curve"]["points"][-1], "step": d["totals"]["steps"], "flops": dict(d["totals"]["flops"])})), ["CURVE-002"]
+    yield "curve-in-v1.1", mut(curve, setp(("schema_version",), "1.1")), ["SCHEMA-002"]
 
     # The hardware cross-check: the claimed FLOPs against what the accelerators deliver at peak.
     est = valid["estimate"]

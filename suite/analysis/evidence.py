@@ -8,7 +8,8 @@ only when its logs agree with its report: the same number of problems and the sa
 1e-9), so a log can never silently belong to another evaluation.
 
 `export` copies what the findings are computed from — reports and *trimmed* sample logs (the
-doc id and the scores, without the completions: ~45 kB a run instead of ~550 kB) — into a
+doc id and the scores, without the completions: ~45 kB a run instead of ~550 kB), those of the
+points along a run (RUN_DIR/eval/curve/step-N/, suite.evaluate.curve) among them — into a
 folder that can be committed and read back by this module exactly as the study folder.
 
     runs = load_runs("runs/study")               # list[Run]
@@ -27,12 +28,29 @@ import numpy as np
 
 from ..errors import RaceError
 from ..evaluate.harness import METRICS   # read from each sample line's `race` object
+from .frontier import Condition
 
 #: Where a run keeps its per-sample logs, and their name per target.
 EVAL_DIR = "eval"
 SAMPLES = "{target}.samples.jsonl"
 #: Largest disagreement tolerated between a report's mean and its log's mean.
 TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class CurveScores:
+    """One point along a run (report `curve`, suite.evaluate.curve): its step, the training FLOPs
+    spent up to it, and its per-problem scores."""
+
+    step: int
+    """Optimizer steps done (0: the policy before training)."""
+    flops: int
+    """Cumulative training FLOPs at the step (`curve.points[].flops.total`)."""
+    scores: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    """(target, metric) -> per-problem scores in doc_id order; targets named as in the run's
+    final evaluation (the subset's TARGET:first-N label is dropped: the doc ids say which)."""
+    ids: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Target -> the doc ids scored, in order."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +95,21 @@ class Run:
     """(target, metric) -> per-problem scores in doc_id order."""
     values: Mapping[tuple[str, str], float] = field(default_factory=dict)
     """(target, metric) -> the report's own mean (equal to the scores' mean)."""
+    ids: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    """Target -> the doc ids of `scores`, in order."""
+    curve: tuple[CurveScores, ...] = ()
+    """The points along the run, by step (empty when it was scored only at its end)."""
 
     @property
     def budget(self) -> int:
         """The budget the run was planned for: the band's upper end."""
         return self.band[1]
+
+    def condition(self, target: str, metric: str) -> Condition:
+        """The condition of this run's score on `target` with `metric` (suite.analysis.frontier)."""
+        return Condition(params_total=self.params, model=self.model, band_low=self.band[0], band_high=self.band[1],
+                         reward_system=self.reward, target=target, metric=metric,
+                         judge=self.judge if metric == "process_judge" else "")
 
     @property
     def group(self) -> str:
@@ -126,37 +154,58 @@ def read_run(folder: Path, root: Path) -> Run | None:
     if not rep.doc.get("evaluations"):
         return None
     budget = rep.band or (rep.number("budget.flops"),) * 2
-    values: dict[tuple[str, str], float] = {}
-    judge = ""
-    for e in rep.evaluations:
-        if e.metric in METRICS:
-            values[e.target, e.metric] = e.value
-            if e.metric == "process_judge":
-                judge = e.judge
+    values = {(e.target, e.metric): e.value for e in rep.evaluations if e.metric in METRICS}
+    judge = next((e.judge for e in rep.evaluations if e.metric == "process_judge"), "")
+    scores, ids = _scores(folder, folder / EVAL_DIR, values, shown)
+    curve = []
+    for pt in rep.curve:
+        from ..evaluate.curve import point_dir
+
+        got, got_ids = _scores(folder, point_dir(folder, pt.step), {(e.target, e.metric): e.value for e in pt.evaluations
+                                                            if e.metric in METRICS}, shown)
+        curve.append(CurveScores(pt.step, pt.flops["total"],
+                                 {(_base(t), m): x for (t, m), x in got.items()}, {_base(t): v for t, v in got_ids.items()}))
+    return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
+               reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
+               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")), mu=rep.num_iterations,
+               seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
+               completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values,
+               ids=ids, curve=tuple(curve))
+
+
+def _base(target: str) -> str:
+    """"arith-easy-250:first-16" is logged as (and resampled with) arith-easy-250."""
+    return target.split(":", 1)[0]
+
+
+def _scores(folder: Path, logs_dir: Path, values: Mapping[tuple[str, str], float],
+            shown: str) -> tuple[dict[tuple[str, str], np.ndarray], dict[str, tuple[int, ...]]]:
+    """(target, metric) -> per-problem scores from the per-sample logs in `logs_dir` (inside the
+    run folder `folder`), each checked against the report's mean in `values`; and target -> its
+    doc ids."""
+    rel = logs_dir.relative_to(folder).as_posix()
     scores: dict[tuple[str, str], np.ndarray] = {}
+    ids: dict[str, tuple[int, ...]] = {}
     logs: dict[str, tuple[list[int], dict[str, list[float]]]] = {}
     for (target, metric), value in values.items():
-        base = target.split(":", 1)[0]           # "arith-easy-250:first-16" is logged as arith-easy-250
+        base = _base(target)
         if base not in logs:
-            log = folder / EVAL_DIR / SAMPLES.format(target=base)
+            log = logs_dir / SAMPLES.format(target=base)
             if not log.is_file():
-                raise RaceError(f"{shown}: no per-problem scores for {target} ({EVAL_DIR}/{log.name} is missing)",
+                raise RaceError(f"{shown}: no per-problem scores for {target} ({rel}/{log.name} is missing)",
                                 "re-evaluate the run (`race eval RUN_DIR`) so its per-sample logs are kept")
-            logs[base] = read_samples(log, f"{shown}/{EVAL_DIR}/{log.name}")
-        ids, per_metric = logs[base]
+            logs[base] = read_samples(log, f"{shown}/{rel}/{log.name}")
+        got, per_metric = logs[base]
         if metric not in per_metric:
-            raise RaceError(f"{shown}: {EVAL_DIR}/{base} logs carry no per-problem {metric}",
+            raise RaceError(f"{shown}: {rel}/{base} logs carry no per-problem {metric}",
                             "re-evaluate the run with this suite (`race eval RUN_DIR`)")
         x = np.asarray(per_metric[metric], dtype=np.float64)
         if abs(float(x.mean()) - value) > TOLERANCE:
             raise RaceError(f"{shown}: {target} {metric} in report.json is {value:.6g}, its per-sample log "
                             f"averages {float(x.mean()):.6g}", "the log belongs to another evaluation; re-evaluate")
         scores[target, metric] = x
-    return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
-               reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
-               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")), mu=rep.num_iterations,
-               seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
-               completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values)
+        ids[target] = tuple(got)
+    return scores, ids
 
 
 def load_runs(directory: str | os.PathLike) -> list[Run]:
@@ -201,7 +250,8 @@ def export(directory: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
             continue
         rel = folder.relative_to(root)
         written.append(write_text_atomic(dest / rel / "report.json", f.read_text(encoding="utf-8")))
-        for log in sorted((folder / EVAL_DIR).glob("*.samples.jsonl")):
+        for log in sorted((folder / EVAL_DIR).rglob("*.samples.jsonl")):    # the end's and the curve points'
+
             rows = []
             with open(log, encoding="utf-8") as fh:
                 for line in fh:
@@ -209,5 +259,5 @@ def export(directory: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
                         s = json.loads(line)
                         rows.append({"doc_id": s["doc_id"], "race": {k: v for k, v in (s.get("race") or {}).items()
                                                                      if k in METRICS}})
-            written.append(write_jsonl_atomic(dest / rel / EVAL_DIR / log.name, rows))
+            written.append(write_jsonl_atomic(dest / rel / log.relative_to(folder), rows))
     return written

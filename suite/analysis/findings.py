@@ -123,12 +123,6 @@ class Analysis:
 # ---------------------------------------------------------------- pooling
 
 
-def _condition(run: Run, target: str, metric: str) -> Condition:
-    return Condition(params_total=run.params, model=run.model, band_low=run.band[0], band_high=run.band[1],
-                     reward_system=run.reward, target=target, metric=metric,
-                     judge=run.judge if metric == "process_judge" else "")
-
-
 def analyse(runs: Sequence[Run], settings: Settings = Settings()) -> Analysis:
     """Pool each group of runs (same model, band, reward system, allocation; seeds differ) into
     one Point per evaluation, with replicates from one resampling plan."""
@@ -158,7 +152,7 @@ def analyse(runs: Sequence[Run], settings: Settings = Settings()) -> Analysis:
             x = np.stack([r.scores[target, metric] for r in members])
             targets[target] = x.shape[1]
             mean = lambda f: float(np.mean([f(r) for r in members]))  # noqa: E731
-            points[_condition(first, target, metric)].append(Point(
+            points[first.condition(target, metric)].append(Point(
                 label=first.label, lora_rank=first.lora_rank, group_size=first.group_size, mu=first.mu,
                 p=mean(lambda r: r.p), reward_share=mean(lambda r: r.reward_share),
                 total_flops=mean(lambda r: r.flops), steps=mean(lambda r: r.steps),
@@ -435,19 +429,28 @@ def claim_f(an: Analysis) -> dict:
     if s["baseline_mean_regret"]:
         summary += (f"; global native-reward baseline's regret {_est(s['baseline_mean_regret'])}, RACE minus baseline "
                     f"{_est(s['race_minus_baseline'])}")
+    curves = s["predictors"]["curves"]
+    if curves:
+        summary += (f"; the pilot curves extrapolated to the validation compute pick its best allocation in "
+                    f"{_est(curves['pick_hit_rate'])} of conditions (RACE {_est(s['predictors']['race']['pick_hit_rate'])}) "
+                    f"with regret {_est(curves['mean_regret'])}")
     return _verdict(verdict, summary, h, s["runs"])
 
 
 def with_holdout(an: Analysis) -> Analysis:
     """The analysis with RACE validated on its held-out budget (suite.analysis.holdout): the replay runs
     RACE's fits once per replicate, so it is computed once and kept."""
+    from .curves import series
     from .holdout import validate
 
     if an.holdout is not None:
         return an
+    pilot = [r for r in an.runs if r.budget == an.settings.pilot]
+    curves = series(pilot) if any(r.curve for r in pilot) else None     # the curve predictor, where runs have curves
     return replace(an, holdout=validate(an.points, an.settings.pilot, an.settings.validation,
                                         replicates=min(an.settings.race_replicates, an.settings.replicates),
-                                        level=an.settings.level))
+                                        level=an.settings.level, curves=curves,
+                                        resampler=Resampler(an.settings.replicates, an.settings.seed)))
 
 
 # ---------------------------------------------------------------- the document

@@ -38,6 +38,17 @@ DEFAULT_BAND = 0.25
 
 
 @dataclass(frozen=True)
+class CurvePlan:
+    """Scores along every run of a grid (`eval.curve`): snapshots every `every` optimizer steps,
+    each scored on the first `limit` problems of each target."""
+
+    every: int
+    """Optimizer steps between scored snapshots (the cells' engine.snapshot_every)."""
+    limit: int = 100
+    """Problems per target at each point (suite.evaluate.curve)."""
+
+
+@dataclass(frozen=True)
 class EvalPlan:
     """How every cell of a grid is evaluated (suite.evaluate)."""
 
@@ -49,6 +60,20 @@ class EvalPlan:
     """Generation batch size of the HF backend."""
     judge: str | None = None
     """Process-judge PRM folder; None: suite.evaluate's default (the embedded PRM)."""
+    curve: CurvePlan | None = None
+    """Scores along the run too (None: only at the end)."""
+
+    def problems(self) -> int:
+        """Problems one end-of-run evaluation scores, over every target."""
+        from ..evaluate.targets import target
+
+        return sum(min(self.limit or target(t).size, target(t).size) for t in self.targets)
+
+    def curve_problems(self) -> int:
+        """Problems one point along the run scores, over every target (0 without a curve)."""
+        from ..evaluate.targets import target
+
+        return sum(min(self.curve.limit, target(t).size) for t in self.targets) if self.curve else 0
 
 
 @dataclass(frozen=True)
@@ -198,7 +223,8 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
                 budgets=tuple(int(b) for b in budgets), band=float(d.get("band", DEFAULT_BAND)),
                 raise_budgets=float(d.get("raise_budgets", 1.0)), allocations=allocations, rewards=rewards,
                 seeds=tuple(seeds if isinstance(seeds, list) else [seeds]),
-                evaluation=EvalPlan(targets, ev.get("limit"), ev.get("batch_size", EvalPlan.batch_size), judge),
+                evaluation=EvalPlan(targets, ev.get("limit"), ev.get("batch_size", EvalPlan.batch_size), judge,
+                                    CurvePlan(**ev["curve"]) if ev.get("curve") else None),
                 engine_profile=profile, base=None if base is None else str(base), source=source)
 
 
@@ -267,6 +293,8 @@ def expand(g: Grid, *, check_paths: bool = True) -> list[GridCell]:
             for label, knobs in g.allocations.items():
                 d = {**g.cell, **knobs, "policy": policy, "reward": dict(reward),
                      "budget_flops": g.budgets[0], "seed": g.seeds[0], "label": label}
+                if g.evaluation.curve:      # every cell keeps the snapshots its curve is scored at
+                    d["engine"] = {**dict(d.get("engine") or {}), "snapshot_every": g.evaluation.curve.every}
                 specs[model, rname, label] = cell_from_dict(d, name=f"{model}-{rname}-{label}", base=base,
                                                             source=g.source, check_paths=check_paths)
     out = []

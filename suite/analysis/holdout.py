@@ -10,6 +10,14 @@ validation score of the allocation RACE recommended. The global native-reward ba
 allocation whose pilot runs have the best native reward pooled over every condition, one recipe
 for everything) gets the same regret.
 
+Where the pilot runs were scored along the way (report `curve`), a third predictor stands beside
+them: each pilot allocation's compute-performance curve (suite.analysis.curves, ScaleRL's form)
+extrapolated to the training FLOPs its validation runs spent; the allocation with the highest
+predicted score is its pick. An allocation whose curve is refused (too short, too flat) is
+predicted at its pilot score. For all three the *pick hit rate* is the share of conditions in
+which the pick scores as the validation budget's best allocation (a tie counts), with the regret
+beside it.
+
 Uncertainty: the whole replay — diagnosis, truth, picks, baseline — is repeated on every
 bootstrap replicate of the scores (suite.analysis.stats: problems and seeds resampled, shared with every
 other statistic of the study), so the hit rate and the regrets get percentile intervals.
@@ -18,14 +26,14 @@ other statistic of the study), so the hit rate and the regrets get percentile in
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from .frontier import Allocation, Condition, best
 from .race import FEEDBACK_THRESHOLD, MIN_POINTS, Baseline, diagnose_points, oracle, pick
-from .stats import Estimate, estimate, rounded
+from .stats import Estimate, Resampler, estimate, rounded
 
 #: Metrics RACE is validated on: the evaluation targets of the paper (the native reward is the
 #: baseline's criterion, not a target).
@@ -67,6 +75,12 @@ class Replay:
     """The same for the baseline's pick."""
     fallback: str | None
     """Why RACE fell back to the best pilot cell, if it did."""
+    curve_pick: str | None = None
+    """Label the pilot curves predict best at the validation compute (None without curves)."""
+    curve_predicted: float | None = None
+    """Its predicted validation score."""
+    curve_regret: float | None = None
+    """Best validation score minus that of the curves' pick."""
 
     @property
     def hit(self) -> bool:
@@ -75,16 +89,49 @@ class Replay:
 
 
 def _replay(pilot: Sequence, val: Sequence, b: int | None, base: Baseline | None,
-            threshold: float) -> Replay:
+            threshold: float, predicted: Mapping[str, tuple[float, np.ndarray]] | None = None) -> Replay:
     d = diagnose_points([_allocation(x, b) for x in pilot], feedback_threshold=threshold)
     judged = [_allocation(x, b) for x in val]
     truth, side = oracle(judged, d.centre, threshold)
     top, chosen = best(judged), pick(d, judged)
     base_pick = base.pick(judged) if base is not None else None
+    curve = {}
+    if predicted is not None:       # the curves' pick: best predicted score, ties as `best` breaks them
+        guess = best([replace(a, score=predicted[a.label][0] if b is None else float(predicted[a.label][1][b]))
+                      for a in judged])
+        got = next(a for a in judged if a.label == guess.label)
+        curve = dict(curve_pick=guess.label, curve_predicted=guess.score, curve_regret=top.score - got.score)
     return Replay(regime=d.regime, side=d.update_side, truth=truth, truth_side=side, chosen=chosen.label,
                   best=top.label, baseline=None if base_pick is None else base_pick.label,
                   regret=top.score - chosen.score,
-                  baseline_regret=None if base_pick is None else top.score - base_pick.score, fallback=d.fallback)
+                  baseline_regret=None if base_pick is None else top.score - base_pick.score, fallback=d.fallback,
+                  **curve)
+
+
+def _predictions(pilot: Sequence, val: Sequence, series: Sequence | None, rs: Resampler | None, replicates: int,
+                 level: float) -> tuple[dict[str, tuple[float, np.ndarray]], list[str], list[str]] | None:
+    """label -> (predicted validation score, its (B,) replicates) from the pilot allocations'
+    curves extrapolated to each validation allocation's mean training FLOPs; with the labels
+    fitted and those predicted at their pilot score (refused curves). None when some pilot
+    allocation has no curve."""
+    from .curves import fit_series
+
+    by = {s.label: s for s in series or ()}
+    if rs is None or any(x.label not in by for x in pilot):
+        return None
+    out, fitted, fallbacks = {}, [], []
+    compute = {x.label: x.total_flops for x in val}
+    for x in pilot:
+        c = fit_series(by[x.label], rs, replicates, level)
+        floor = np.asarray(x.replicates[:replicates], dtype=np.float64)
+        if c.fitted:
+            reps = c.replicate_values(compute[x.label])
+            out[x.label] = (float(c.params.at(compute[x.label])), np.where(np.isfinite(reps), reps, floor))
+            fitted.append(x.label)
+        else:
+            out[x.label] = (x.score, floor)
+            fallbacks.append(x.label)
+    return out, fitted, fallbacks
 
 
 def _baseline(native: Mapping[str, Sequence], b: int | None) -> Baseline | None:
@@ -102,13 +149,16 @@ def _baseline(native: Mapping[str, Sequence], b: int | None) -> Baseline | None:
 
 def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, *,
              replicates: int, level: float = 0.95, threshold: float = FEEDBACK_THRESHOLD,
-             metrics: Sequence[str] = METRICS) -> dict:
+             metrics: Sequence[str] = METRICS, curves: Mapping[Condition, Sequence] | None = None,
+             resampler: Resampler | None = None) -> dict:
     """RACE's held-out validation over every condition (points: suite.analysis.findings.Point per
     allocation) that has at least MIN_POINTS common
     allocations at the `pilot` and the `validation` budget (band upper ends). Uses the first
     `replicates` bootstrap replicates of each point. Returns a JSON-ready dict: settings, one
     trial per condition (observed replay, regret interval, replicate hit share) and the summary
-    (hit rate, mean regret, the baseline's mean regret and the difference, each with interval)."""
+    (hit rate, mean regret, the baseline's mean regret and the difference, each with interval).
+    `curves` (suite.analysis.curves.series of the runs) and `resampler` (the findings' plan) add
+    the curve predictor to every trial whose pilot allocations all have curves."""
     pairs = []
     native: dict[str, list] = defaultdict(list)
     for cond, pts in points.items():
@@ -134,8 +184,12 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
                                                        "over every model, reward system and target"}
     if not pairs:
         return {"settings": settings, "trials": [], "summary": None}
-    observed = [_replay(p, v, None, _baseline(native, None), threshold) for _, p, v in pairs]
-    reps = [[_replay(p, v, b, base, threshold) for _, p, v in pairs]
+    preds = [_predictions(p, v, (curves or {}).get(cond), resampler, replicates, level) for cond, p, v in pairs]
+    if any(x is None for x in preds):
+        preds = [None] * len(pairs)         # the predictors are compared on the same conditions
+    observed = [_replay(p, v, None, _baseline(native, None), threshold, pr and pr[0])
+                for (_, p, v), pr in zip(pairs, preds)]
+    reps = [[_replay(p, v, b, base, threshold, pr and pr[0]) for (_, p, v), pr in zip(pairs, preds)]
             for b in range(replicates) for base in [_baseline(native, b)]]
     trials = []
     for i, (cond, p, v) in enumerate(pairs):
@@ -149,9 +203,22 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
         if o.baseline_regret is not None:
             trial["baseline_regret"] = estimate(o.baseline_regret, np.array([r[i].baseline_regret for r in reps]),
                                                 level).to_dict()
+        trial["curves"] = None
+        if preds[i] is not None:
+            trial["curves"] = {
+                "chosen": o.curve_pick, "hit": _best_picked(o.curve_regret),
+                "hit_share": rounded(np.mean([_best_picked(r[i].curve_regret) for r in reps])),
+                "predicted": estimate(o.curve_predicted, np.array([r[i].curve_predicted for r in reps]), level).to_dict(),
+                "regret": estimate(o.curve_regret, np.array([r[i].curve_regret for r in reps]), level).to_dict(),
+                "fitted": preds[i][1], "at_pilot_score": preds[i][2]}
         trials.append(trial)
     runs = len({r for _, p, v in pairs for x in (*p, *v) for r in x.runs})
     return {"settings": settings, "trials": trials, "summary": {"runs": runs, **_summary(observed, reps, level)}}
+
+
+def _best_picked(regret: float) -> bool:
+    """The pick scores as the validation budget's best allocation (a tie with it counts)."""
+    return regret <= 1e-9
 
 
 def _summary(observed: list[Replay], reps: list[list[Replay]], level: float) -> dict:
@@ -167,5 +234,15 @@ def _summary(observed: list[Replay], reps: list[list[Replay]], level: float) -> 
         out["baseline_mean_regret"] = stat(lambda rs: float(np.mean([r.baseline_regret for r in rs]))).to_dict()
         out["race_minus_baseline"] = stat(
             lambda rs: float(np.mean([r.regret - r.baseline_regret for r in rs]))).to_dict()
+
+    def predictor(regret) -> dict:
+        return {"pick_hit_rate": stat(lambda rs: float(np.mean([_best_picked(regret(r)) for r in rs]))).to_dict(),
+                "mean_regret": stat(lambda rs: float(np.mean([regret(r) for r in rs]))).to_dict()}
+
+    # The three predictors side by side on the same trials: does the pick score as the validation best?
+    out["predictors"] = {
+        "race": predictor(lambda r: r.regret),
+        "baseline": predictor(lambda r: r.baseline_regret) if out["baseline_mean_regret"] else None,
+        "curves": predictor(lambda r: r.curve_regret) if all(r.curve_pick is not None for r in observed) else None}
     return out
 

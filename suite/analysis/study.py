@@ -2,7 +2,8 @@
 resumable job (suite.pipeline.studyrun) and analysed into findings (suite.analysis.findings).
 
 A study file (tasks/studies/*.yaml) declares once what its grids share — the cell fields, the
-models, reward systems, allocations, seeds, band and evaluation — and then *blocks*: each block
+models, reward systems, allocations, seeds, band and evaluation — and then *blocks* (or it
+`extends` another study file and replaces some of its keys): each block
 picks models, budgets, rewards and allocations from those, says which claims (a)-(f) it answers
 and why, and becomes one suite.analysis.grid Grid. A full cross of every axis would cost days on two
 cores; blocks let a study run only the cells a claim needs (docs/findings.md has the claim ->
@@ -146,9 +147,29 @@ def study_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike 
 
 
 def load(path: str | os.PathLike) -> Study:
-    """Read and check a study file. RaceError naming it when missing or malformed."""
+    """Read and check a study file (and the file it `extends`). RaceError naming it when missing
+    or malformed."""
     p, data = read_yaml(path, "study")
-    return study_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
+    return study_from_dict(_extended(p, data), name=p.stem, base=p.parent.resolve(), source=str(p))
+
+
+def _extended(path: Path, data: Any, chain: tuple[Path, ...] = ()) -> Any:
+    """A study file's mapping with `extends: FILE` resolved: FILE's keys (relative to this file's
+    folder, itself possibly extending another), each key given here replacing FILE's whole value."""
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    ref = data["extends"]
+    here = path.resolve()
+    if not isinstance(ref, str):
+        raise RaceError(f"study {path}: extends must name a study file, got {ref!r}", "extends: paper.yaml")
+    target = (here.parent / ref).resolve()
+    if target in (*chain, here):
+        raise RaceError(f"study {path}: extends {ref} leads back to itself", "extend a file that does not extend this one")
+    base_path, base = read_yaml(target, "study")
+    base = _extended(base_path, base, (*chain, here))
+    if not isinstance(base, dict):
+        raise RaceError(f"study {path}: extends {ref}, which is not a study mapping")
+    return {**base, **{k: v for k, v in data.items() if k != "extends"}}
 
 
 # ---------------------------------------------------------------- planning
@@ -196,6 +217,12 @@ class Rates:
     """Model -> train wall seconds beyond the phases (start-up, checkpoints, saving)."""
     evaluation: Mapping[tuple[str, str], float]
     """(model, reward system) -> evaluation wall seconds (the native reward's scorer included)."""
+    per_problem: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    """(model, reward system) -> end-of-run evaluation seconds per problem scored (over every
+    target), for plans that score another number of problems than the measured cells."""
+    curve_per_problem: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    """(model, reward system) -> seconds per problem scored at a point along the run (timing's
+    `curve` stage over the report's curve points); the end's rate stands in where none was measured."""
     cells: tuple[str, ...] = ()
     """The measured cells behind the rates."""
     load: tuple[float, float] | None = None
@@ -211,6 +238,8 @@ def calibrate(directory: str | os.PathLike) -> Rates:
     sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     over: dict[str, list[float]] = defaultdict(list)
     evals: dict[tuple, list[float]] = defaultdict(list)
+    scored: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])      # seconds, problems
+    along: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     reward_unit: dict[tuple, str] = {}
     names, loads = [], []
     for t in sorted(root.rglob(TIMING_FILE)):
@@ -233,6 +262,15 @@ def calibrate(directory: str | os.PathLike) -> Rates:
         if "eval_seconds" in timing:
             evals[model, system].append(timing["eval_seconds"])
             loads += [x[0] for x in [timing.get("eval_load_average")] if x]
+            n = _problems(rep.doc.get("evaluations"))
+            if n:
+                scored[model, system][0] += timing["eval_seconds"]
+                scored[model, system][1] += n
+        if "curve_seconds" in timing:
+            n = sum(_problems(pt.get("evaluations")) for pt in (rep.doc.get("curve") or {}).get("points") or [])
+            if n:
+                along[model, system][0] += timing["curve_seconds"]
+                along[model, system][1] += n
         names.append(t.parent.name)
     if not names:
         raise RaceError(f"{root}: no measured cells (report.json with a {TIMING_FILE} beside it)",
@@ -244,23 +282,40 @@ def calibrate(directory: str | os.PathLike) -> Rates:
                 ((k, v) for k, v in sums.items() if len(k) == 3) if n},
         overhead={m: mean(v) for m, v in over.items()},
         evaluation={k: mean(v) for k, v in evals.items()},
+        per_problem={k: sec / n for k, (sec, n) in scored.items()},
+        curve_per_problem={k: sec / n for k, (sec, n) in along.items()},
         cells=tuple(names), load=(min(loads), max(loads)) if loads else None)
 
 
-def estimate(pc, rates: Rates) -> float | None:
+def _problems(rows) -> int:
+    """Problems an evaluation scored over its targets: the n of its pass@1 rows."""
+    return sum(int(r.get("n") or 0) for r in rows or () if isinstance(r, dict) and r.get("metric") == "pass@1")
+
+
+def estimate(pc, rates: Rates, ev: EvalPlan | None = None) -> float | None:
     """Predicted wall seconds (train + evaluate) of one planned cell, None when the rates lack
-    its model or reward system."""
+    its model or reward system. With the plan's evaluation `ev`, evaluation is priced per problem
+    scored (its targets' sizes or limit, and, with eval.curve, step 0 and a snapshot every
+    `every` planned steps on the curve's subset); else at the measured cells' mean."""
     c = pc.cell
     system = c.spec.reward.system
     per_gen = sum(pc.step_flops.values())
     gens = c.budget / per_gen
+    key = (c.model, system)
     try:
         train = sum(rates.phase[c.model, ph] * pc.step_flops[ph] * gens for ph in ("rollout", "update"))
-        unit, rate = rates.reward[c.model, system]
+        unit, rate = rates.reward[key]
         train += rate * (pc.step_flops["reward"] * gens if unit == "flops" else c.spec.generation_batch * gens)
-        return train + rates.overhead[c.model] + rates.evaluation[c.model, system]
+        train += rates.overhead[c.model]
+        if ev is None or key not in rates.per_problem:
+            return train + rates.evaluation[key]
     except KeyError:
         return None
+    evaluation = rates.per_problem[key] * ev.problems()
+    if ev.curve:
+        points = 1 + max(pc.steps - 1, 0) // ev.curve.every         # step 0 and the snapshots before the end
+        evaluation += rates.curve_per_problem.get(key, rates.per_problem[key]) * points * ev.curve_problems()
+    return train + evaluation
 
 
 # ---------------------------------------------------------------- presentation of a plan
@@ -283,7 +338,7 @@ def plan_text(sp: StudyPlan, rates: Rates | None = None, workers: int = 1) -> st
     lines += [head, "-" * len(head)]
     total, missing = 0.0, 0
     for pc in sp.cells:
-        est = estimate(pc, rates) if rates else None
+        est = estimate(pc, rates, sp.evaluation) if rates else None
         total += est or 0.0
         missing += rates is not None and est is None
         lines.append(f"{pc.cell.id:<44}{pc.cell.budget:>9.2e}{pc.steps:>7}{pc.update_share:>7.3f}{pc.reward_share:>8.3f}"
@@ -296,7 +351,7 @@ def plan_text(sp: StudyPlan, rates: Rates | None = None, workers: int = 1) -> st
                   + (f"; {missing} cells not priced (no measured cell of their model and reward)" if missing else "")]
         by: dict[tuple, list[float]] = defaultdict(list)
         for pc in sp.cells:
-            est = estimate(pc, rates)
+            est = estimate(pc, rates, sp.evaluation)
             if est is not None:
                 by[pc.cell.model, pc.cell.reward, pc.cell.budget].append(est)
         lines += ["per model, reward and budget: " + "; ".join(

@@ -77,10 +77,14 @@ def run_models(run_dir: Path, native_reward: str | None = None,
     return base, system, str(resolved) if resolved else None
 
 
-def _check_valid(doc: dict, path: Path) -> None:
+def check_valid(doc: dict, path: Path, section: str = "$.evaluations", *, with_ledger: bool = False) -> None:
+    """Refuse (RaceError, the first finding) rows that would make the report at `path` invalid:
+    error findings under `section` (a JSON path prefix); `with_ledger`: checked against the
+    ledger beside it too."""
     from ..validate import validate_report
 
-    errors = [f for f in validate_report(doc, file=str(path)) if f.severity == "error" and f.path.startswith("$.evaluations")]
+    found = validate_report(doc, file=str(path), base_dir=path.parent if with_ledger else None)
+    errors = [f for f in found if f.severity == "error" and f.path.startswith(section)]
     if errors:
         e = errors[0]
         raise RaceError(f"evaluations would make {path} invalid: {e.path}: {e.message}", e.hint or None)
@@ -115,7 +119,7 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
                         data_dir=data_dir, out_dir=str(run_dir / "eval"), batch_size=batch_size, device=device)
     rows = evaluate(config)
     update_report(report_path, lambda doc: doc.update(evaluations=merge_evaluations(doc.get("evaluations") or [], rows)),
-                  check=lambda doc: _check_valid(doc, report_path))
+                  check=lambda doc: check_valid(doc, report_path))
     return rows
 
 

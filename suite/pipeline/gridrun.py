@@ -12,7 +12,7 @@ from its checkpoint.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -39,6 +39,10 @@ def evaluated(report: Path, ev: EvalPlan) -> bool:
         n = min(ev.limit or target(t).size, target(t).size)
         if (result_name(t, n), "pass@1") not in have:
             return False
+    if ev.curve:
+        from ..evaluate.curve import curve_done
+
+        return curve_done(report.parent, ev.targets, ev.curve.limit)
     return True
 
 
@@ -99,11 +103,16 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
             with timed(out, "train", threads, resumed=resume):   # timing.json: what studies price cells with
                 run_cell(spec, out, resume=resume, progress=False, threads=threads)
         _declare_band(report, band)
-        if not evaluated(report, ev):
+        if not evaluated(report, replace(ev, curve=None)):
             from ..evaluate.runs import evaluate_run
 
             with timed(out, "eval", threads):
                 evaluate_run(out, targets=ev.targets, limit=ev.limit, batch_size=ev.batch_size, judge=ev.judge)
+        if ev.curve and not evaluated(report, ev):
+            from ..evaluate.curve import evaluate_curve
+
+            with timed(out, "curve", threads):   # the points along the run, priced apart from the end
+                evaluate_curve(out, targets=ev.targets, limit=ev.curve.limit, batch_size=ev.batch_size, judge=ev.judge)
     from ..record.report import read_report
 
     done = read_report(report)
@@ -153,7 +162,9 @@ def write_plan(planned: Sequence[PlannedCell], out: Path, g: Grid | None = None)
     doc = {"grid": None if g is None else {"name": g.name, "source": g.source, "band": g.band,
                                            "budgets": list(g.budgets), "engine_profile": g.engine_profile,
                                            "eval": {"targets": list(g.evaluation.targets),
-                                                    "limit": g.evaluation.limit}},
+                                                    "limit": g.evaluation.limit,
+                                                    **({"curve": asdict(g.evaluation.curve)} if g.evaluation.curve
+                                                       else {})}},
            "absorbs_budget": "steps",
            "cells": [pc.to_dict() for pc in planned]}
     return write_json_atomic(out / PLAN_FILE, doc)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -27,7 +28,7 @@ def _versions() -> dict:
     from .. import __version__
 
     out = {"race": __version__, "python": platform.python_version()}
-    for dist in ("torch", "transformers", "trl", "peft", "lm_eval", "math-verify", "numpy"):
+    for dist in ("torch", "transformers", "trl", "peft", "lm_eval", "math-verify", "numpy", "scipy"):
         try:
             out[dist] = version(dist)
         except PackageNotFoundError:
@@ -62,7 +63,8 @@ def write_study_json(sp: StudyPlan, out: Path, sessions: Sequence[dict] = ()) ->
            "blocks": [{"name": b.name, "claims": list(b.claims), "why": b.why, "cells": list(sp.blocks[b.name])}
                       for b in s.blocks],
            "claims": {c: len(ids) for c, ids in claim_cells(sp).items()},
-           "eval": {"targets": list(ev.targets), "limit": ev.limit, "batch_size": ev.batch_size, "judge": ev.judge},
+           "eval": {"targets": list(ev.targets), "limit": ev.limit, "batch_size": ev.batch_size, "judge": ev.judge,
+                    **({"curve": asdict(ev.curve)} if ev.curve else {})},
            "cells": [pc.to_dict() for pc in sp.cells],
            "sessions": list(sessions)}
     return write_json_atomic(out / STUDY_FILE, _portable(doc, str(home()) + os.sep))

@@ -55,6 +55,19 @@ class Evaluation:
     """Name of the judge model for judged metrics, "" otherwise."""
 
 
+@dataclass(frozen=True)
+class CurvePoint:
+    """One scored snapshot of a report's `curve` (1.2): the step, the cumulative FLOPs per phase
+    at it, and its evaluation rows."""
+
+    step: int
+    """Optimizer steps done (0: the policy before training)."""
+    flops: dict
+    """Cumulative FLOPs per phase up to the step: rollout, update, reward, total."""
+    evaluations: tuple[Evaluation, ...]
+    """Its scores (targets named TARGET:first-N when a subset was scored)."""
+
+
 class UnreadableReport(RaceError):
     """A report file that cannot be read as strict JSON. `kind` is jsonstrict's kind of problem
     (syntax, nan, duplicate-key, size, ...) or "io"; `reason` says it without the file name."""
@@ -307,9 +320,12 @@ class Report:
         evals = self.get("evaluations")
         if not isinstance(evals, list):
             raise RaceError(f"{self.name}: evaluations must be a list", CHECK_HINT)
+        return self._rows(evals, f"{self.name} evaluations")
+
+    def _rows(self, evals: list, name: str) -> tuple[Evaluation, ...]:
         out = []
         for i, e in enumerate(evals):
-            where = f"{self.name} evaluations[{i}]"
+            where = f"{name}[{i}]"
             if not isinstance(e, dict):
                 raise RaceError(f"{where}: not an object", CHECK_HINT)
             judge = e.get("judge")
@@ -317,6 +333,27 @@ class Report:
                                   value=float(self.number("value", e, where)),
                                   judge=str(judge.get("name", "")) if isinstance(judge, dict) else ""))
         return tuple(out)
+
+    @property
+    def curve(self) -> tuple[CurvePoint, ...]:
+        """The scored snapshots along the run (`curve.points`, by step); () when there are none."""
+        c = self.doc.get("curve")
+        if c is None:
+            return ()
+        points = self.get("points", c, f"{self.name} curve") if isinstance(c, dict) else None
+        if not isinstance(points, list):
+            raise RaceError(f"{self.name}: curve.points must be a list", CHECK_HINT)
+        out = []
+        for i, p in enumerate(points):
+            where = f"{self.name} curve.points[{i}]"
+            flops = self.get("flops", p, where) if isinstance(p, dict) else None
+            rows = self.get("evaluations", p, where) if isinstance(p, dict) else None
+            if not isinstance(flops, dict) or not isinstance(rows, list):
+                raise RaceError(f"{where}: needs step, flops and evaluations", CHECK_HINT)
+            out.append(CurvePoint(step=int(self.number("step", p, where)),
+                                  flops={k: int(self.number(k, flops, where)) for k in (*PHASES, "total")},
+                                  evaluations=self._rows(rows, where)))
+        return tuple(sorted(out, key=lambda x: x.step))
 
     def scores(self) -> dict[tuple[str, str], float]:
         """(target, metric) -> value; the first row wins where one repeats."""

@@ -58,7 +58,8 @@ FORMATS: dict[str, DatasetFormat] = {
 }
 
 #: Embedded split name -> the real data set it stands in for.
-EMBEDDED_SPLITS = {"train": "Polaris-53K", "arith-easy-250": "GSM8K", "arith-hard-250": "MATH-500"}
+EMBEDDED_SPLITS = {"train": "Polaris-53K", "arith-easy-250": "GSM8K", "arith-hard-250": "MATH-500",
+                   "arith-easy-2000": "a large held-out GSM8K-like set"}
 
 
 def read_records(path: str | Path) -> list[dict]:
@@ -104,7 +105,7 @@ def load(path: str | Path, format: str, limit: int | None = None) -> list[dict]:
 
 
 def load_split(name: str, limit: int | None = None) -> list[dict]:
-    """An embedded split (train, arith-easy-250, arith-hard-250) from tasks/arith/data."""
+    """An embedded split (train, arith-easy-250, arith-hard-250, arith-easy-2000) from tasks/arith/data."""
     from ..paths import tasks
 
     if name not in EMBEDDED_SPLITS:

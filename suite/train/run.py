@@ -6,7 +6,8 @@
 
 Writes DIR/cell.yaml (the resolved cell), DIR/ledger.jsonl (one line per optimizer step,
 flushed as it goes), DIR/checkpoints/ (resumable trainer state), DIR/adapter/ (the trained
-LoRA, or the full model for rank 0) and DIR/report.json. CPU by default; CUDA and bf16 when a
+LoRA, or the full model for rank 0), DIR/report.json and, with `engine.snapshot_every`, the
+adapter every N steps in DIR/snapshots/ (suite.train.snapshots: what `race eval --curve` scores). CPU by default; CUDA and bf16 when a
 GPU is present; `engine.use_vllm` is passed through to TRL for GPU users.
 
 Crash safety: the ledger line of a step is on disk before that step's checkpoint, so after a
@@ -198,6 +199,8 @@ def _trainer_class():
 
         from trl import GRPOTrainer
 
+        from .snapshots import _skipped
+
         class Trainer(GRPOTrainer):
             def _save_checkpoint(self, model, trial):
                 with ExitStack() as stack:
@@ -208,19 +211,6 @@ def _trainer_class():
 
         _TRAINER = Trainer
     return _TRAINER
-
-
-class _skipped:
-    """`obj.name` is a no-op inside the block (an instance attribute shadowing the method)."""
-
-    def __init__(self, obj, name: str):
-        self.obj, self.name = obj, name
-
-    def __enter__(self):
-        setattr(self.obj, self.name, lambda *args, **kwargs: None)
-
-    def __exit__(self, *exc):
-        delattr(self.obj, self.name)
 
 
 def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = False, max_steps: int | None = None,
@@ -261,6 +251,10 @@ def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = Fals
                         attention=cell.attention, engine=prep["engine"], policy=prep["policy"],
                         adapter=cell.adapter(), settings=cell.settings(), reward_model=prep["reward_model"],
                         resume=resume, progress=progress, run_spec=cell.run_spec(prep["engine"])).attach(trainer)
+    if cell.engine.get("snapshot_every"):     # after the ledger: step N's line is on disk before its snapshot
+        from .snapshots import Snapshots
+
+        trainer.add_callback(Snapshots(out, int(cell.engine["snapshot_every"]), resume=resume))
     return trainer, ledger, prep
 
 

@@ -82,6 +82,15 @@ class ReportContext:
         return None if p is None or self.ledger_escapes else scan_ledger(p)
 
     @cached_property
+    def ledger_series(self) -> tuple[list[int], list[dict[str, int]]] | None:
+        """Every record's step and FLOPs of the referenced ledger, in file order (None when it
+        cannot be read): streamed again only for rules that need steps, not sums."""
+        s = self.ledger
+        if s is None or s.error is not None:
+            return None
+        return s.series if s.series is not None else LedgerSummary.scan(s.path, series=True).series
+
+    @cached_property
     def recompute(self):
         """suite.validate.physics.Recomputation of this report's FLOPs (or its failure reason)."""
         from .physics import recompute

@@ -51,7 +51,7 @@ class Rule:
 
     @property
     def family(self) -> str:
-        """The ID prefix: INPUT, SCHEMA, ARITH, LEDGER, PROV, PHYS, PLAUS."""
+        """The ID prefix: INPUT, SCHEMA, ARITH, LEDGER, PROV, PHYS, CURVE, PLAUS."""
         return self.id.split("-", 1)[0]
 
     @property
@@ -66,7 +66,7 @@ RULES: Registry[Rule] = Registry("rule id", loader="suite.validate.runner")
 """Every rule by ID; suite.validate.runner imports the rule modules that fill it, when first looked at."""
 
 # Run (and list) order: the schema decides which sections later rules may read.
-FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "PROV", "PHYS", "PLAUS", "INTERNAL")
+FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "PROV", "PHYS", "CURVE", "PLAUS", "INTERNAL")
 
 
 def ordered(scope: str | None = None) -> list[Rule]:

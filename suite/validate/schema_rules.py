@@ -152,6 +152,9 @@ def _describe(err) -> tuple[str, str, str]:
 
     while err.validator in ("oneOf", "anyOf") and err.context:
         err = best_match(_branch_errors(err))
+    own = err.schema if isinstance(err.schema, dict) else {}
+    if "x-error" in own:          # a rule the schema words itself (the version a section needs)
+        return own["x-error"], json_path(err.absolute_path), own.get("x-hint") or _hint(err)
     return _short(err.message), json_path(err.absolute_path), _hint(err)
 
 

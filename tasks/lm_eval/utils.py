@@ -16,6 +16,11 @@ def load_arith_hard(**metadata):
     return targets.target_dataset("arith-hard-250", metadata)
 
 
+def load_arith_easy_2000(**metadata):
+    """arith-easy-2000: tasks/arith/data/arith-easy-2000.jsonl (embedded, 2000 fresh problems)."""
+    return targets.target_dataset("arith-easy-2000", metadata)
+
+
 def load_gsm8k_250(**metadata):
     """gsm8k-250: the 250 documented GSM8K test rows (ids/gsm8k-250.txt)."""
     return targets.target_dataset("gsm8k-250", metadata)

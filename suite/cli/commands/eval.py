@@ -27,6 +27,14 @@ def configure(p):
     p.add_argument("--limit", type=int, metavar="N",
                    help="score only the first N problems of each target (quick checks; the rows are then "
                         "named TARGET:first-N)")
+    p.add_argument("--curve", action="store_true",
+                   help="also score the run along the way: the policy before training and every adapter snapshot "
+                        "the run kept (cell engine.snapshot_every), on the first --curve-limit problems of each "
+                        "target, each stamped with the ledger's cumulative FLOPs per phase (report `curve`; fitted "
+                        "by `race curves`)")
+    p.add_argument("--curve-limit", type=int, metavar="N",
+                   help="problems per target at each point along the run (default 100; the end is scored on "
+                        "all, or --limit)")
     p.add_argument("--backend", choices=BACKENDS, default="hf",
                    help="hf: transformers with the peft adapter (default); vllm: vLLM with lora_local_path "
                         "(GPU, optional extra: pip install vllm)")
@@ -58,8 +66,11 @@ def run(args) -> int:
 
     for t in args.targets:
         targets.target(t)  # unknown target: one line before anything loads
-    if args.limit is not None and args.limit < 1:
-        raise RaceError(f"--limit must be a positive integer, got {args.limit}")
+    for flag, v in (("--limit", args.limit), ("--curve-limit", args.curve_limit)):
+        if v is not None and v < 1:
+            raise RaceError(f"{flag} must be a positive integer, got {v}")
+    if (args.curve or args.curve_limit) and not args.run_dir:
+        raise RaceError("--curve scores a run's snapshots; it needs RUN_DIR", "race eval runs/cell-1 --curve")
     if bool(args.run_dir) == bool(args.base):
         raise RaceError("give either RUN_DIR or --base MODEL", "race eval runs/cell-1   or   race eval --base MODEL --out DIR")
     if args.base and not args.out:
@@ -68,6 +79,10 @@ def run(args) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.curve or args.curve_limit:
+        from suite.evaluate.curve import points_to_score
+
+        points_to_score(args.run_dir)   # a run that kept no snapshots: one line before the end is scored
     common = dict(targets=args.targets, limit=args.limit, backend=args.backend, judge=args.judge,
                   data_dir=args.data_dir, batch_size=args.batch_size, device=args.device)
     if args.base:
@@ -78,9 +93,25 @@ def run(args) -> int:
         rows = runs.evaluate_run(args.run_dir, model=args.model, native_reward=args.native_reward,
                                  native_reward_model=args.native_reward_model, **common)
         where = f"{args.run_dir}/report.json"
+    _print(rows)
+    print(f"wrote {len(rows)} evaluations to {where}")
+    if args.curve or args.curve_limit:
+        from suite.evaluate.curve import DEFAULT_LIMIT, evaluate_curve
+
+        def shown(step, got):
+            print(f"step {step}: " + ", ".join(f"{r['target']} {r['metric']} {r['value']:.3f}" for r in got
+                                                if r["metric"] != "native_reward"))
+
+        points = evaluate_curve(args.run_dir, args.targets, args.curve_limit or DEFAULT_LIMIT, model=args.model,
+                                native_reward=args.native_reward, native_reward_model=args.native_reward_model,
+                                progress=shown, **{k: v for k, v in common.items() if k not in ("targets", "limit")})
+        print(f"curve: {len(points)} points along the run (steps {', '.join(str(p['step']) for p in points)}) in {where}; "
+              f"fit them with `race curves {args.run_dir}`")
+    return 0
+
+
+def _print(rows: list[dict]) -> None:
     for r in rows:
         err = f" ± {r['stderr']:.3f}" if r.get("stderr") is not None else ""
         print(f"{r['target']:<28} {r['metric']:<14} {r['value']:.3f}{err}  n={r['n']}  "
               f"eval FLOPs {r['compute']['flops']:.3e}")
-    print(f"wrote {len(rows)} evaluations to {where}")
-    return 0
