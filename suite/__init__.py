@@ -11,10 +11,6 @@ quickstart, ...) say so when it is missing. The modules behind them are the impl
 
 __version__ = "0.1.0"
 
-from . import _compat
-
-_compat.install()  # old flat import paths (suite.modelspec, suite.report, ...) keep working
-
 _API: dict[str, str] = {
     # errors and data
     "RaceError": "suite.errors",

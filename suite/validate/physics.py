@@ -149,7 +149,7 @@ def rollout_floor(ctx) -> Iterable[Issue]:
     policy's non-embedding parameters (mixture of experts: the ones a token runs, top-k of the
     routed experts). Less rollout compute than 2·N·(generated tokens) is impossible."""
     from ..errors import RaceError
-    from ..modelspec import ModelSpec
+    from ..accounting.modelspec import ModelSpec
 
     n = ctx.doc["policy"]["params_non_embedding"]
     try:
