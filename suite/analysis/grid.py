@@ -238,7 +238,10 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
 
 
 def load(path: str | os.PathLike) -> Grid:
-    """Read and check a grid file. A missing file or bad YAML raises RaceError naming it."""
+    """Read and check a grid file. A missing file or bad YAML raises RaceError naming it.
+
+    Args: `path`, the grid YAML (tasks/grids/*.yaml). Returns the Grid.
+    """
     p, data = read_yaml(path, "grid")
     return grid_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
 
@@ -290,10 +293,10 @@ def prompt_stats(tokenizer: str, dataset: str) -> PromptStats:
     bounds the budget with)."""
     from transformers import AutoTokenizer
 
-    from ..train.run import load_rows, prompt_messages
+    from ..train.datasets import load, prompt_messages
 
     tok = AutoTokenizer.from_pretrained(tokenizer)
-    rows = load_rows(dataset)
+    rows = load(dataset)
     enc = tok.apply_chat_template([prompt_messages(r["question"]) for r in rows], add_generation_prompt=True,
                                   tokenize=True, return_dict=True)
     lengths = [len(x) for x in enc["input_ids"]]
@@ -436,7 +439,11 @@ class GridPlan:
 
 def plan_grid(g: Grid, *, engine: str | None = None) -> GridPlan:
     """Expand, fit and plan a grid: what `race grid` and `race quickstart` run. RaceError when a
-    cell cannot reach its band even after raising."""
+    cell cannot reach its band even after raising.
+
+    Args: `g`, the Grid (load_grid); `engine`, the engine profile to price with. Returns the
+    GridPlan (cells, the planned grid, notes on raised budgets).
+    """
     engine = engine or g.engine_profile
     cells = expand(g)
     stats = prompt_stats_of(cells)
@@ -447,7 +454,10 @@ def plan_grid(g: Grid, *, engine: str | None = None) -> GridPlan:
 
 
 def plan_table(planned: Sequence[PlannedCell]) -> str:
-    """The plan as a fixed-width text table."""
+    """The plan as a fixed-width text table.
+
+    Args: `planned`, the planned cells (plan_grid(...).cells). Returns the table.
+    """
     head = f"{'cell':<40}{'budget':>9}{'FLOPs/gen':>12}{'steps':>7}{'p':>7}{'reward':>8}"
     lines = [head, "-" * len(head)]
     for pc in planned:

@@ -57,7 +57,8 @@ class CellSpec:
     reward: RewardChoice
     """Reward system and its options."""
     dataset: str | None = None
-    """JSON Lines training data: one problem per line with `question` and `answer` (race run needs it)."""
+    """Training data (race run needs it): .jsonl, .json or .parquet problems in the embedded format or
+    as GSM8K, MATH-500, Polaris-53K or MATH publish them (suite.train.datasets)."""
     budget_flops: int | None = None
     """Training FLOP budget: the run stops before the step that would exceed it (race run needs it)."""
     tokenizer: str | None = None
@@ -210,7 +211,7 @@ class CellSpec:
 
     def needs_to_train(self) -> None:
         """RaceError unless the cell has what training needs beyond a description: data and a budget."""
-        for k, what in (("dataset", "the training data (JSON Lines of question/answer)"),
+        for k, what in (("dataset", "the training data (problems as GSM8K, MATH-500, Polaris-53K or the embedded task publish them)"),
                         ("budget_flops", "the training FLOP budget")):
             if getattr(self, k) is None:
                 raise RaceError(f"{_where(self.name)}: race run needs `{k}`, {what}",
@@ -343,7 +344,11 @@ def _checked(c: CellSpec) -> CellSpec:
 def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
     """Read a cell YAML file. A missing file, bad YAML, unknown field or (when `check_paths`,
     as training needs) a missing model path raises RaceError naming it. Relative paths resolve
-    from the file's folder either way."""
+    from the file's folder either way.
+
+    Args: `path`, the cell YAML; `check_paths`, whether model and data paths must exist.
+    Returns the CellSpec.
+    """
     from ..record.runspec import read_yaml
 
     from ..paths import shipped
@@ -362,7 +367,10 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
 def load_run_description(path: str | os.PathLike):
     """A run description for `race report --spec`: a cell YAML (the one description every
     command takes) or an older run-spec file (`grpo:`/`adapter:` sections), as a
-    record.runspec.RunSpec. Relative paths resolve from the file's own folder."""
+    record.runspec.RunSpec. Relative paths resolve from the file's own folder.
+
+    Args: `path`, the cell or run-spec YAML. Returns the RunSpec.
+    """
     from ..record.runspec import is_run_spec, load_run_spec, read_yaml
 
     p = Path(path)
