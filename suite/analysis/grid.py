@@ -68,7 +68,7 @@ class Grid:
     band: float
     """Relative band width: a cell of budget B must land in [B * (1 - band), B]."""
     allocations: Mapping[str, Mapping[str, Any]]
-    """Allocation label -> cell knobs (lora_rank, group_size/K, num_iterations/mu, ...)."""
+    """Allocation label -> cell knobs (lora_rank, group_size, num_iterations, ...; the cell's aliases K, mu accepted)."""
     rewards: Mapping[str, Mapping[str, Any]]
     """Reward name -> {system: ..., options...} (suite.train.rewards)."""
     seeds: tuple[int, ...]
@@ -172,7 +172,11 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     d = schemas.numbers_parsed(d, schemas.GRID)
     schemas.check_spec(d, schemas.GRID, where)
     budgets = tuple(d["budgets"] if isinstance(d["budgets"], list) else [d["budgets"]])
-    allocations = {str(label): dict(knobs or {}) for label, knobs in d["allocations"].items()}
+    from ..train.cell import canonical_fields
+
+    # Canonical names before cell fields and an allocation's knobs merge (K over group_size).
+    allocations = {str(label): canonical_fields(knobs or {}, f"{where}: allocation {label}")
+                   for label, knobs in d["allocations"].items()}
     rewards = {}
     for rname, r in (d["rewards"].items() if isinstance(d["rewards"], Mapping) else ((x, x) for x in d["rewards"])):
         r = {"system": r} if isinstance(r, str) else dict(r or {})
@@ -194,7 +198,7 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     profile = str(d.get("engine_profile", "trl-cpu"))
     get_engine(profile)
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
-                cell=dict(d.get("cell") or {}), models={str(k): str(v) for k, v in d["models"].items()},
+                cell=canonical_fields(d.get("cell") or {}, f"{where}: cell"), models={str(k): str(v) for k, v in d["models"].items()},
                 budgets=tuple(int(b) for b in budgets), band=float(d.get("band", DEFAULT_BAND)),
                 raise_budgets=float(d.get("raise_budgets", 1.0)), allocations=allocations, rewards=rewards,
                 seeds=tuple(seeds if isinstance(seeds, list) else [seeds]),

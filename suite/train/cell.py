@@ -267,14 +267,29 @@ def _home() -> Path | None:
         return None
 
 
+def canonical_fields(d: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The fields of a cell mapping under their canonical names (the schema's `x-aliases`: K,
+    mu, lr, ... as people write them), nulls left out (not given). Two spellings of one field
+    are a RaceError naming both: one of them would be dropped without a word."""
+    aliases = schemas.load(schemas.CELL)["x-aliases"]
+    spelled: dict[str, list[str]] = {}
+    for k, v in d.items():
+        if v is not None:
+            spelled.setdefault(aliases.get(k, k), []).append(str(k))
+    twice = next((ks for ks in spelled.values() if len(ks) > 1), None)
+    if twice:
+        raise RaceError(f"{where}: {' and '.join(twice)} name the same field ({aliases.get(twice[0], twice[0])})",
+                        "give it once")
+    return {field: d[ks[0]] for field, ks in spelled.items()}
+
+
 def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path | None = None,
                    source: str | None = None, check_paths: bool = True) -> CellSpec:
     """Build a CellSpec from a mapping (a parsed cell file): checked against
     schemas/cell-v1.schema.json, then paths resolved and the reward system looked up. Every
     problem raises RaceError naming the field."""
     if isinstance(d, Mapping):
-        aliases = schemas.load(schemas.CELL)["x-aliases"]
-        d = {aliases.get(k, k): v for k, v in d.items() if v is not None}     # null: not given
+        d = canonical_fields(d, _where(str(d.get("name") or name or "cell")))
         cname = str(d.pop("name", None) or name or "cell")
     else:
         cname = str(name or source)
