@@ -43,6 +43,8 @@ OWN = {  # the tests' own configs: FLOPs must be equal to the measured ones
     "qwen3_next": dict(head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                        shared_expert_intermediate_size=40, **LINEAR),
     "qwen3_5_text": dict(head_dim=16, **LINEAR),
+    "qwen3_5_moe_text": dict(head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                             shared_expert_intermediate_size=40, **LINEAR),
     "mistral": dict(sliding_window=8),  # decode past the window: bounded by it
 }
 
@@ -60,6 +62,9 @@ HELD_OUT = {  # never tuned on: other layer counts, windows, experts, heads, chu
                        shared_expert_intermediate_size=16, full_attention_interval=2, **LINEAR),
     "qwen3_5_text": dict(head_dim=16, full_attention_interval=3, num_hidden_layers=5,
                          **{**LINEAR, "linear_conv_kernel_dim": 3, "linear_value_head_dim": 12}),
+    "qwen3_5_moe_text": dict(head_dim=16, num_experts=6, num_experts_per_tok=3, moe_intermediate_size=24,
+                             shared_expert_intermediate_size=16, full_attention_interval=3, num_hidden_layers=5,
+                             **{**LINEAR, "linear_num_value_heads": 2}),
     "phi3": dict(sliding_window=6, num_hidden_layers=3),
     "smollm3": dict(use_sliding_window=True, sliding_window=5, no_rope_layer_interval=2),
     "gemma2": dict(head_dim=16, sliding_window=4, num_hidden_layers=3),
@@ -201,7 +206,7 @@ def flops_json(capsys):
 
 
 @pytest.mark.parametrize("model_type,rank", [("qwen3_moe", 4), ("gemma3_text", 0), ("qwen3_next", 4),
-                                             ("deepseek_v3", 0), ("gpt_oss", 4)])
+                                             ("deepseek_v3", 0), ("gpt_oss", 4), ("qwen3_5_moe_text", 4)])
 def test_race_flops_config_dir_equals_flopcountermode(tmp_path, flops_json, model_type, rank):
     """`race flops --config DIR` (CPU profile, full-square convention) on an unseen config: its
     generate pass and its training passes equal FlopCounterMode on the eager HF model."""
@@ -283,13 +288,14 @@ def test_linear_attention_counts_chunks_and_not_the_recurrent_decode():
     assert far - near == 297 * full_layers * 4 * spec.num_heads * spec.head_dim
 
 
-def test_gemma3_multimodal_config_reads_its_text_decoder():
-    text = {"head_dim": 16, "sliding_window": 8, "model_type": "gemma3_text", **BASE}
-    mm = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "text_config": text,
-          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32}}
+@pytest.mark.parametrize("outer,inner", [("gemma3", "gemma3_text"), ("qwen3_5_moe", "qwen3_5_moe_text")])
+def test_multimodal_config_reads_its_text_decoder(outer, inner):
+    text = {**config(inner, OWN[inner]), "model_type": inner}
+    mm = {"model_type": outer, "architectures": ["ForConditionalGeneration"], "text_config": text,
+          "vision_config": {"model_type": "vision", "hidden_size": 32}}
     spec = spec_from_config(mm, "g")
-    assert spec == spec_from_config(text, "g")
-    assert spec.model_type == "gemma3_text" and spec.tie_embeddings  # Gemma ties unless told otherwise
+    assert spec == spec_from_config(text, "g") and spec.model_type == inner
+    assert spec.tie_embeddings == (inner == "gemma3_text")  # Gemma ties unless told otherwise
     assert load_spec("gemma-3-4b-it").model_type == "gemma3_text"
 
 
@@ -369,7 +375,7 @@ def test_verl_estimator_equals_verls_own_formula(model_type):
     cfg = config(model_type, OWN[model_type])
     spec = spec_from_config(cfg, model_type)
     seqs = [13, 40, 7]
-    fn = estimators.get({"qwen3_5_text": "qwen3_5"}.get(model_type, model_type))
+    fn = estimators.get({"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}.get(model_type, model_type))
     ours = verl_update_flops(spec, seqs)
     if fn is None:
         assert ours is None  # verl logs MFU 0 for this model type
@@ -390,8 +396,26 @@ def test_moe_update_costs_about_six_active_parameters_per_token():
     assert math.isclose(spec.params_active / 1e9, 3.04, abs_tol=0.01)
 
 
+def test_qwen3_5_397b_update_costs_six_active_parameters_per_token(flops_json):
+    """MLPerf's GRPO policy: a full fine-tuning update (no checkpointing) costs 1.011 x 6 x its
+    16.3B active parameters per trained token at P=256, C=1024 (attention and the delta-net scan
+    are the rest), 4% of 6 x its 396B parameters; `race flops` prints the active count."""
+    spec = load_spec("Qwen3.5-397B-A17B")
+    s = GRPOSettings(group_size=8, prompts_per_step=16, max_completion_tokens=1024, gradient_checkpointing=False)
+    work = work_from_means(256, 1024, s, "generic", policy=spec)
+    per_token = phase_flops(work, spec, Adapter(kind="full"), s, engine="generic")["update"] / work["count.update"]
+    assert 1.0 < per_token / (6 * spec.params_active) < 1.02
+    assert per_token / (6 * spec.params_total) < 0.05
+    d = flops_json(["--model", "Qwen3.5-397B-A17B", "--lora-rank", "0"])
+    assert d["policy"]["params_active"] == spec.params_active and d["policy"]["spec"]["num_experts"] == 512
+
+
 def test_every_family_is_registered_and_tested():
+    from suite.record.schemas import REPORT, load
+
     assert set(FAMILIES) == set(OWN) | {"llama", "qwen2"}  # llama, qwen2: tests/test_accounting.py
+    # a report of any family validates: the schema names every model_type a recipe reads
+    assert load(REPORT)["$defs"]["model_spec"]["properties"]["model_type"]["enum"] == sorted(FAMILIES)
 
 
 def test_race_plan_says_active_parameters_buy_tokens_and_total_parameters_set_memory(flops_json, capsys):

@@ -18,6 +18,8 @@ FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B
                   "Llama-3.2-3B-Instruct", "DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Qwen-7B",
                   "gemma-3-1b-it", "gemma-3-4b-it", "gemma-3-12b-it", "OLMo-2-1124-7B-Instruct", "gpt-oss-20b"]
 """Catalog entries of issue 18 (their counts equal the HF model: tests/test_accounting.py)."""
+RUNS_CATALOG = ["Qwen3.5-397B-A17B"]
+"""Catalog entries of issue 28: the policies of published GRPO runs (MLPerf Training 6.1's first)."""
 
 
 def hf_param_count(spec: ModelSpec) -> int:
@@ -27,7 +29,7 @@ def hf_param_count(spec: ModelSpec) -> int:
 
 
 def test_catalog_lists_the_paper_models():
-    assert catalog_names() == sorted(CATALOG + FAMILY_CATALOG)
+    assert catalog_names() == sorted(CATALOG + FAMILY_CATALOG + RUNS_CATALOG)
 
 
 @pytest.mark.parametrize("name,total,non_embedding,active", [
@@ -56,9 +58,23 @@ def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding,
 
 
 def test_catalog_sources_say_they_are_transcribed():
-    for name in FAMILY_CATALOG:
+    for name in FAMILY_CATALOG + RUNS_CATALOG:
         cfg = json.loads((CATALOG_DIR / f"{name}.json").read_text())
         assert "transcribed" in cfg["_source"] and "no weights" in cfg["_source"]
+
+
+def test_qwen3_5_397b_a17b_is_the_model_its_card_describes():
+    """MLPerf Training 6.1's GRPO policy: the card's 397B total are the text decoder (396.3B) and
+    its vision tower; its 17B activated count the embedding, as Qwen's cards do (Qwen3-30B-A3B's
+    3.3B): ours leaves the lookup out (16.3B)."""
+    s = load_spec("Qwen3.5-397B-A17B")
+    assert (s.model_type, s.num_layers, s.hidden_size, s.num_experts, s.experts_per_token) == \
+        ("qwen3_5_moe_text", 60, 4096, 512, 10)
+    assert s.layer_types.count("full_attention") == 15 and s.layer_types[3] == "full_attention"
+    assert round(s.params_total / 1e9) == 396 and round((s.params_active + s.vocab_size * s.hidden_size) / 1e9) == 17
+    assert s.dense_mlp_layers == () and not s.tie_embeddings
+    cfg = json.loads((CATALOG_DIR / "Qwen3.5-397B-A17B.json").read_text())
+    assert spec_from_config(cfg["text_config"], s.name) == s  # hub-shaped (multimodal) or text-only: one spec
 
 
 @pytest.mark.parametrize("name", CATALOG)

@@ -10,7 +10,8 @@ from .modelspec import ModelSpec
 
 VERL_ESTIMATORS = {"qwen2": "qwen2", "llama": "qwen2", "qwen3": "qwen2", "mistral": "qwen2",
                    "qwen3_moe": "qwen2_moe", "gemma3_text": "gemma3", "gpt_oss": "gpt_oss",
-                   "deepseek_v3": "deepseek_v3", "qwen3_5_text": "qwen3_5"}
+                   "deepseek_v3": "deepseek_v3", "qwen3_5_text": "qwen3_5",
+                   "qwen3_5_moe_text": "qwen3_5"}
 """Our model types verl 0.9.1's FlopsCounter (verl/utils/flops_counter.py, ESTIMATE_FUNC)
 estimates, and with which of its formulas (_estimate_<name>_flops); for the others (mixtral,
 gemma2, olmo2, olmo3, phi3, smollm3, qwen3_next) verl logs MFU 0."""
@@ -21,8 +22,9 @@ def verl_update_flops(spec: ModelSpec, seq_lengths: Sequence[int]) -> int | None
     verl has no formula for the model type): 6 * N * tokens, N the matmul weights a token passes
     (MoE: top-k experts; router) plus 2 * vocab * hidden (embedding and LM head, tied or not),
     plus attention 6 * sum(L^2) * head_dim * heads per full layer (sliding layers: L * min(L, w);
-    DeepSeek MLA: 3 * sum(L^2) * (qk + v head dims) * heads; Qwen3.5: + 15 * dk * dv * value heads
-    per token and linear layer) -- the same for LoRA as for full fine-tuning. Rollout not counted."""
+    DeepSeek MLA: 3 * sum(L^2) * (qk + v head dims) * heads; Qwen3.5 and Qwen3.5-MoE (verl's
+    qwen3_5 formula, which reads the MoE fields when the config has them): + 15 * dk * dv * value
+    heads per token and linear layer) -- the same for LoRA as for full fine-tuning. Rollout not counted."""
     kind = VERL_ESTIMATORS.get(spec.model_type)
     if kind is None:
         return None
@@ -48,7 +50,11 @@ def verl_update_flops(spec: ModelSpec, seq_lengths: Sequence[int]) -> int | None
         lv = spec.linear_num_value_heads * spec.linear_value_head_dim
         attn = h * (2 * q + 2 * kv + q) * full
         attn += (h * (2 * lk + 3 * lv + 2 * spec.linear_num_value_heads) + spec.linear_conv_kernel * (2 * lk + lv)) * lin
-        mlp = 3 * h * spec.intermediate_size * nl
+        if spec.is_moe:  # router, top-k experts, shared expert and its gate, in every layer
+            mlp = (h * spec.num_experts + 3 * h * spec.moe_intermediate_size * spec.experts_per_token
+                   + 3 * h * spec.shared_expert_intermediate_size + h) * nl
+        else:
+            mlp = 3 * h * spec.intermediate_size * nl
         gdn = 15 * spec.linear_key_head_dim * spec.linear_value_head_dim * spec.linear_num_value_heads * tokens * lin
         return 6 * (mlp + attn + emb) * tokens + 6 * sq * spec.head_dim * spec.num_heads * full + gdn
     attn_lin = h * (spec.q_dim + 2 * spec.kv_dim + spec.q_dim)

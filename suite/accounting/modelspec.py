@@ -7,9 +7,9 @@ config facts only, no weights). Parameter counts are exact: they equal
 Supported (`FAMILIES`): decoder-only transformers as transformers 5 builds them for the model
 types llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3_text (and gemma3 through its text
 config), olmo2, olmo3, phi3 (dense); mixtral, qwen3_moe, gpt_oss, deepseek_v3 (mixture of
-experts, deepseek_v3 with multi-head latent attention); qwen3_next and qwen3_5 (qwen3_5_text,
-and qwen3_5 through its text config), hybrids of gated-delta-net linear attention and gated full
-attention. Each may slide a window over some layers (`layer_types`, `sliding_window`), with or
+experts, deepseek_v3 with multi-head latent attention); qwen3_next, qwen3_5 (qwen3_5_text, and
+qwen3_5 through its text config) and qwen3_5_moe (qwen3_5_moe_text, qwen3_5_moe through its text
+config), hybrids of gated-delta-net linear attention and gated full attention. Each may slide a window over some layers (`layer_types`, `sliding_window`), with or
 without an LM head, optionally with a reward head (process reward models, sequence
 classifiers). Anything else (encoder-decoder, other model types, options the accounting does not
 model) is refused by name with what is missing.
@@ -72,10 +72,13 @@ class Family:
     linear: str = ""
     """Gated-delta-net layer projections: 'qkvz' (Qwen3-Next: in_proj_qkvz, in_proj_ba) or
     'split' (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a)."""
+    all_moe: bool = False
+    """Every decoder layer is MoE (Qwen3.5-MoE): the config has no intermediate_size, no
+    decoder_sparse_step and no mlp_only_layers."""
     peft_moe: str = ""
     """peft 0.21's v4->v5 conversion pattern for MoE targets ('qwen2_moe', 'mixtral') or ''."""
     text_of: str = ""
-    """Multimodal model_type whose text_config this family reads (gemma3, qwen3_5)."""
+    """Multimodal model_type whose text_config this family reads (gemma3, qwen3_5, qwen3_5_moe)."""
 
 
 FAMILIES: dict[str, Family] = {}
@@ -107,6 +110,11 @@ _family("deepseek_v3", "DeepseekV3ForCausalLM", moe="shared", mla=True, peft_moe
 _family("qwen3_next", "Qwen3NextForCausalLM", qk_norm="head", q_gate=True, moe="gated-shared",
         linear="qkvz", peft_moe="qwen2_moe")
 _family("qwen3_5_text", "Qwen3_5ForCausalLM", qk_norm="head", q_gate=True, linear="split", text_of="qwen3_5")
+# Qwen3.5-MoE: Qwen3.5's layers with Qwen3-Next's MoE block in every layer; peft 0.21 has no
+# conversion pattern for it (transformers' _MODEL_TO_CONVERSION_PATTERN lacks qwen3_5_moe), so
+# gate/up/down names adapt the shared expert's nn.Linear modules, not the experts.
+_family("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", qk_norm="head", q_gate=True, moe="gated-shared",
+        all_moe=True, linear="split", text_of="qwen3_5_moe")
 
 SUPPORTED_TYPES = tuple(sorted(FAMILIES)) + tuple(sorted(f.text_of for f in FAMILIES.values() if f.text_of))
 """Every model_type load_spec accepts (multimodal ones through their text config)."""
@@ -444,8 +452,9 @@ class ModelSpec:
                            n_shared_experts=self.shared_expert_intermediate_size // self.moe_intermediate_size,
                            first_k_dense_replace=len(self.dense_mlp_layers), n_group=1, topk_group=1)
             else:
-                cfg.update(num_experts=self.num_experts, moe_intermediate_size=self.moe_intermediate_size,
-                           mlp_only_layers=list(self.dense_mlp_layers), decoder_sparse_step=1)
+                cfg.update(num_experts=self.num_experts, moe_intermediate_size=self.moe_intermediate_size)
+                if not f.all_moe:
+                    cfg.update(mlp_only_layers=list(self.dense_mlp_layers), decoder_sparse_step=1)
                 if self.shared_expert_intermediate_size:
                     cfg["shared_expert_intermediate_size"] = self.shared_expert_intermediate_size
         if f.mla:
@@ -592,7 +601,7 @@ def _layer_types(cfg: dict, model_type: str, layers: int, where: str) -> tuple[t
         types = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
     elif model_type == "olmo3":
         types = ["sliding_attention" if (i + 1) % 4 else "full_attention" for i in range(layers)]
-    elif model_type in ("qwen3_next", "qwen3_5_text"):
+    elif model_type in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
         every = _count(cfg, "full_attention_interval", where, 4)
         types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
     elif model_type in ("mistral", "mixtral", "phi3") or (model_type == "qwen3_moe" and cfg.get("use_sliding_window")):
@@ -625,12 +634,15 @@ def _moe_facts(cfg: dict, f: Family, layers: int, inter: int, where: str) -> dic
         e, width = _count(cfg, "n_routed_experts", where), _count(cfg, "moe_intermediate_size", where)
         shared = _count(cfg, "n_shared_experts", where, 0, 0) * width
         dense = tuple(range(min(layers, _count(cfg, "first_k_dense_replace", where, 0, 0))))
-    else:  # qwen3_moe, qwen3_next
+    else:  # qwen3_moe, qwen3_next, qwen3_5_moe_text
         e, width = _count(cfg, "num_experts", where), _count(cfg, "moe_intermediate_size", where)
         shared = _count(cfg, "shared_expert_intermediate_size", where, 0, 0) if f.moe == "gated-shared" else 0
-        step = _count(cfg, "decoder_sparse_step", where, 1)
-        only = cfg.get("mlp_only_layers") or []
-        dense = tuple(i for i in range(layers) if i in only or (i + 1) % step)
+        if f.model_type == "qwen3_5_moe_text":
+            dense = ()  # every layer is MoE: its decoder layer reads no decoder_sparse_step / mlp_only_layers
+        else:
+            step = _count(cfg, "decoder_sparse_step", where, 1)
+            only = cfg.get("mlp_only_layers") or []
+            dense = tuple(i for i in range(layers) if i in only or (i + 1) % step)
     if k > e:
         raise RaceError(f"{where}: num_experts_per_tok={k} exceeds the {e} routed experts")
     if f.moe == "gated-shared" and not shared:
@@ -641,7 +653,7 @@ def _moe_facts(cfg: dict, f: Family, layers: int, inter: int, where: str) -> dic
 
 def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpec:
     """Build a ModelSpec from the dict of a Hugging Face config.json. `where` names the source
-    in error messages. Multimodal gemma3 / qwen3_5 configs are read through their text_config
+    in error messages. Multimodal gemma3 / qwen3_5 / qwen3_5_moe configs are read through their text_config
     (the text decoder only: the vision tower is neither counted nor run)."""
     where = where or name
     if not isinstance(cfg, dict):
@@ -685,7 +697,9 @@ def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpe
     if "head_dim" not in cfg and h % heads and not f.mla:
         raise RaceError(f"{where}: hidden_size {h} is not divisible by num_attention_heads {heads}",
                         "set head_dim in the config")
-    inter = _need(cfg, "intermediate_size", where)
+    # no dense MLP anywhere: the spec's intermediate_size (unused) is the experts' width
+    inter = _count(cfg, "intermediate_size", where, _count(cfg, "moe_intermediate_size", where)) if f.all_moe \
+        else _need(cfg, "intermediate_size", where)
     vocab = _need(cfg, "vocab_size", where)
     act = cfg.get(f.act_key) or f.acts[0]
     if act not in f.acts:

@@ -29,7 +29,7 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                        help="policy from the built-in catalog (see `race flops --list-models`), e.g. Qwen2.5-1.5B-Instruct")
         m.add_argument("--config", metavar="PATH",
                        help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, Qwen3-MoE, "
-                            "Qwen3-Next, Qwen3.5, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
+                            "Qwen3-Next, Qwen3.5, Qwen3.5-MoE, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
                             "DeepSeek-V3, gpt-oss")
         m.add_argument("--list-models", action="store_true", help="print the catalog names with parameter counts and exit")
     p.add_argument("--lora-rank", type=int, default=64, metavar="R",
