@@ -253,7 +253,8 @@ def test_eval_flops_equal_flopcounter_on_the_real_generation_and_judge(tiny):
         counted.append(fc.get_total_flops())
     # A completion the judge skipped (0 tokens) costs nothing.
     assert ev.eval_flops(tiny["base"], cfg, prompts, generated, tiny["prm"], [40, 0], attention="full")[1] == counted[0]
-    assert ev.eval_flops(tiny["base"], cfg, prompts, generated, tiny["prm"], [40, 17], attention="full")[1] == sum(counted)
+    both = ev.eval_flops(tiny["base"], cfg, prompts, generated, tiny["prm"], [40, 17], attention="full")[1]
+    assert both == sum(counted)
     # The reported convention (causal) differs only by the attention square's upper triangle.
     causal = ev.eval_flops(tiny["base"], cfg, prompts, generated, attention="causal")[0]
     layers, width = 2, 64                 # eval_models.make_policy: 2 layers, 2 heads x 32

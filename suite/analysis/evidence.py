@@ -154,8 +154,8 @@ def read_run(folder: Path, root: Path) -> Run | None:
         scores[target, metric] = x
     return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
                reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
-               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")), num_iterations=rep.num_iterations,
-               seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
+               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")),
+               num_iterations=rep.num_iterations, seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
                completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values)
 
 

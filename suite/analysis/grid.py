@@ -68,7 +68,8 @@ class Grid:
     band: float
     """Relative band width: a cell of budget B must land in [B * (1 - band), B]."""
     allocations: Mapping[str, Mapping[str, Any]]
-    """Allocation label -> cell knobs (lora_rank, group_size, num_iterations, ...; the cell's aliases K, mu accepted)."""
+    """Allocation label -> cell knobs (lora_rank, group_size, num_iterations, ...), under their
+    canonical names (a grid file may use the cell's aliases: K, mu, ...)."""
     rewards: Mapping[str, Mapping[str, Any]]
     """Reward name -> {system: ..., options...} (suite.train.rewards)."""
     seeds: tuple[int, ...]
@@ -198,7 +199,8 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     profile = str(d.get("engine_profile", "trl-cpu"))
     get_engine(profile)
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
-                cell=canonical_fields(d.get("cell") or {}, f"{where}: cell"), models={str(k): str(v) for k, v in d["models"].items()},
+                cell=canonical_fields(d.get("cell") or {}, f"{where}: cell"),
+                models={str(k): str(v) for k, v in d["models"].items()},
                 budgets=tuple(int(b) for b in budgets), band=float(d.get("band", DEFAULT_BAND)),
                 raise_budgets=float(d.get("raise_budgets", 1.0)), allocations=allocations, rewards=rewards,
                 seeds=tuple(seeds if isinstance(seeds, list) else [seeds]),

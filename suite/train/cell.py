@@ -211,7 +211,8 @@ class CellSpec:
 
     def needs_to_train(self) -> None:
         """RaceError unless the cell has what training needs beyond a description: data and a budget."""
-        for k, what in (("dataset", "the training data (problems as GSM8K, MATH-500, Polaris-53K or the embedded task publish them)"),
+        for k, what in (("dataset", "the training data (problems as GSM8K, MATH-500, Polaris-53K or the "
+                                    "embedded task publish them)"),
                         ("budget_flops", "the training FLOP budget")):
             if getattr(self, k) is None:
                 raise RaceError(f"{_where(self.name)}: race run needs `{k}`, {what}",
@@ -272,14 +273,14 @@ def canonical_fields(d: Mapping[str, Any], where: str) -> dict[str, Any]:
     mu, lr, ... as people write them), nulls left out (not given). Two spellings of one field
     are a RaceError naming both: one of them would be dropped without a word."""
     aliases = schemas.load(schemas.CELL)["x-aliases"]
-    spelled: dict[str, list[str]] = {}
+    spelled: dict[Any, list[Any]] = {}
     for k, v in d.items():
         if v is not None:
-            spelled.setdefault(aliases.get(k, k), []).append(str(k))
+            spelled.setdefault(aliases.get(k, k), []).append(k)
     twice = next((ks for ks in spelled.values() if len(ks) > 1), None)
     if twice:
-        raise RaceError(f"{where}: {' and '.join(twice)} name the same field ({aliases.get(twice[0], twice[0])})",
-                        "give it once")
+        raise RaceError(f"{where}: {' and '.join(map(str, twice))} name the same field "
+                        f"({aliases.get(twice[0], twice[0])})", "give it once")
     return {field: d[ks[0]] for field, ks in spelled.items()}
 
 
