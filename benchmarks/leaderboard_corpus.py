@@ -20,7 +20,7 @@ from suite.accounting import (Adapter, GRPOSettings, PHASES, coefficients, token
                               work_from_lengths)
 from suite.site.leaderboard import submission_id
 from suite.accounting.modelspec import load_spec
-from suite.record.report import build_report
+from suite.record.report import Provenance, build_report
 
 POLICIES = ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct")
 RULE_REWARDS = ("sparse", "structured", "dense")
@@ -96,7 +96,7 @@ def make_corpus(folder: Path, n: int, seed: int = 0, steps: tuple[int, int] = (1
         start = START + dt.timedelta(hours=rng.randint(0, 24 * 60))
         _write_ledger(ledger, spec, rng, rng.randint(*steps), start)
         doc = build_report(ledger, spec, report_dir=folder, created=(start + dt.timedelta(days=2)).isoformat()
-                           .replace("+00:00", "Z"))
+                           .replace("+00:00", "Z"), provenance=Provenance("measured", recorder="race RaceLedger (TRL callback)")).doc
         if rng.random() < 0.5:        # half declare an IsoFLOP band that their total lands in
             total = doc["totals"]["flops"]["total"]
             mag = 10 ** (len(str(total)) - 2)

@@ -12,9 +12,9 @@ from benchmarks.ratio import Limit, check, interleaved
 from suite.analysis import grid
 from suite.paths import home
 
-ALLOCATIONS = {"a60": {"lora_rank": 8, "mu": 1}, "a100": {"lora_rank": 32, "mu": 1},
-               "a140": {"lora_rank": 64, "mu": 2}, "a180": {"lora_rank": 128, "mu": 2},
-               "a220": {"lora_rank": 256, "mu": 4}}
+ALLOCATIONS = {"a60": {"lora_rank": 8, "num_iterations": 1}, "a100": {"lora_rank": 32, "num_iterations": 1},
+               "a140": {"lora_rank": 64, "num_iterations": 2}, "a180": {"lora_rank": 128, "num_iterations": 2},
+               "a220": {"lora_rank": 256, "num_iterations": 4}}
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ import pytest
 
 from benchmarks.ratio import Limit, check, interleaved
 from suite import paths
-from suite.record.report import build_report
+from suite.record.report import Provenance, build_report
 
 VALID = paths.schemas() / "examples" / "valid"
+MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")
 SPEC = {"policy": "Qwen2.5-1.5B-Instruct", "adapter": {"type": "lora", "rank": 64, "alpha": 128},
         "grpo": {"group_size": 2, "prompts_per_step": 16, "max_completion_tokens": 2048},
         "reward": {"system": "prm", "kind": "prm", "model": "Qwen2.5-Math-PRM-7B"},
@@ -48,7 +49,7 @@ def _parse_lines(path: Path) -> int:
 
 
 def test_build_report_10k_steps(benchmark, ledger_10k):
-    timing = interleaved(benchmark, lambda: build_report(ledger_10k, SPEC, created="2026-11-29T20:00:00Z"),
+    timing = interleaved(benchmark, lambda: build_report(ledger_10k, SPEC, created="2026-11-29T20:00:00Z", provenance=MEASURED),
                          lambda: _parse_lines(ledger_10k), rounds=3)
     doc = timing.result
     assert doc["totals"]["steps"] == 10_000 and doc["ledger"]["records"] == 10_000

@@ -51,7 +51,10 @@ def answers_match(predicted: str | None, gold) -> bool:
 
 
 def is_correct(completion: str, gold) -> bool:
-    """The verdict on one completion: its last \\boxed{} answer matches the gold answer."""
+    """The verdict on one completion: its last \\boxed{} answer matches the gold answer.
+
+    Args: `completion`, the generated text; `gold`, the gold final answer. Returns True when correct.
+    """
     return answers_match(extract_boxed(completion), gold)
 
 

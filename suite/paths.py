@@ -35,7 +35,10 @@ def _packaged() -> Path | None:
 
 def home() -> Path:
     """The data home: RACE_HOME, else the checkout, else the data installed with the package. Its
-    schemas/ marks it (a build of the embedded task may fill tasks/ later); RaceError if none."""
+    schemas/ marks it (a build of the embedded task may fill tasks/ later); RaceError if none.
+
+    Returns the folder holding schemas/, tasks/ and reporters/.
+    """
     env = os.environ.get("RACE_HOME")
     root = Path(env).expanduser() if env else (_checkout() or _packaged())
     if root is not None and (root / "schemas").is_dir():

@@ -30,7 +30,7 @@ def test_generated_table_matches_the_accounting():
 
 
 def test_generated_family_table_matches_the_accounting():
-    from suite.modelspec import load_spec
+    from suite.accounting.modelspec import load_spec
 
     gen = _generator()
     doc = (ROOT / "docs" / "accounting.md").read_text()

@@ -34,6 +34,53 @@ def test_loads_with_defaults_and_aliases(tmp_path):
     assert c.adapter().kind == "lora" and c.adapter().rank == 16 and c.adapter().alpha == 32
 
 
+def _aliases() -> dict[str, str]:
+    from suite.record import schemas
+
+    return schemas.load(schemas.CELL)["x-aliases"]
+
+
+def test_one_name_per_field_aliases_only_in_what_people_write(tmp_path):
+    """Every field has one name in the schemas: the GRPO knobs' short names (K, mu, lr) name no
+    property of any schema (report, ledger record, race.json, findings, cell, grid, study, run
+    spec; `budget` and `rank` are a report's section and its adapter's field); the suite's own
+    cells, grids and studies use the canonical names; a cell written with aliases is written back
+    (a run's cell.yaml) under the canonical ones."""
+    import dataclasses
+    import json
+
+    from suite.paths import schemas as schema_dir
+
+    aliases = _aliases()
+    assert set(aliases.values()) <= {f.name for f in dataclasses.fields(CellSpec)}
+
+    def properties(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("properties", "patternProperties") and isinstance(v, dict):
+                    yield from v
+                yield from properties(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from properties(v)
+
+    short = {a for a in aliases if a.lower() in ("k", "mu", "lr")}
+    assert short == {"K", "k", "mu", "lr"}
+    for f in sorted(schema_dir().glob("*.schema.json")):
+        assert not set(properties(json.loads(f.read_text()))) & short, f.name
+    for f in sorted(f for d in ("cells", "grids", "studies") for f in (tasks() / d).glob("*.yaml")):
+        d = yaml.safe_load(f.read_text()) or {}
+        knobs = [d, d.get("cell") or {}, *(d.get("allocations") or {}).values()]
+        assert not [k for k in knobs for k in k if k in aliases], f
+    written = tmp_path / "written.yaml"
+    with pytest.raises(RaceError, match="budget and budget_flops name the same field \\(budget_flops\\)"):
+        load_cell(_cell(tmp_path, budget="4e12"))                       # _cell gives budget_flops too
+    dump_cell(load_cell(_cell(tmp_path, K=4, mu=2, lr=1e-4)), written)
+    back = yaml.safe_load(written.read_text())
+    assert (back["group_size"], back["num_iterations"], back["learning_rate"], back["budget_flops"]) == \
+        (4, 2, 1e-4, 3 * 10**12) and not set(back) & set(aliases)
+
+
 def test_rank_zero_is_full_fine_tuning(tmp_path):
     c = load_cell(_cell(tmp_path, lora_rank=0))
     assert c.adapter().kind == "full"

@@ -64,7 +64,7 @@ def test_flops_from_a_config_path_and_the_table(tmp_path, capsys):
 def test_plan_divides_the_budget(capsys):
     code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json")
     assert code == 0
-    from suite.modelspec import catalog_names, load_spec
+    from suite.accounting.modelspec import catalog_names, load_spec
 
     assert [r["model"] for r in json.loads(out)["rows"]] == [n for n in catalog_names() if load_spec(n).has_lm_head]
     qwen25 = ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct"]

@@ -48,7 +48,7 @@ def curve_run(label: str, seed: int, a: float, b: float, c_mid: float, *, steps=
                         {TARGET: ids}) for s in steps[:-1]]
     end = steps[-1] * per_step
     return Run(path=f"{label}-{budget:.0e}-s{seed}", model="policy-m", params=1_000_000, band=(budget * 3 // 4, budget),
-               reward="sparse", reward_kind="rule", label=label, lora_rank=lora_rank, group_size=4, mu=1, seed=seed,
+               reward="sparse", reward_kind="rule", label=label, lora_rank=lora_rank, group_size=4, num_iterations=1, seed=seed,
                p=p, reward_share=0.0, steps=steps[-1], completions=32 * steps[-1], flops=int(end), judge="",
                scores={(TARGET, "pass@1"): _scores(at(end), 100 * seed + 999)}, values={}, ids={TARGET: ids},
                curve=tuple(pts))

@@ -1,5 +1,6 @@
-"""Loaders for the embedded splits and local files in the published Polaris-53K, GSM8K and
-MATH-500 formats (fixtures written here in those formats)."""
+"""The one dataset loader: the embedded splits and local files in the published Polaris-53K, GSM8K,
+MATH-500 and MATH formats (rows written here in those formats: field names and answer layouts as
+the publishers' files have them), as JSON Lines, JSON and parquet, the format read from the fields."""
 
 import json
 
@@ -64,11 +65,50 @@ def test_polaris_from_parquet_and_json(tmp_path):
     assert len(datasets.load(tmp_path / "train.json", "polaris", limit=1)) == 1
 
 
+# hendrycks/competition_math (MATH): no answer field; the gold answer is the solution's last \boxed{}.
+MATH = [{"problem": "What is $\\frac{1}{2}+\\frac{1}{3}$?", "level": "Level 1", "type": "Prealgebra",
+         "solution": "We have $\\frac{3}{6}+\\frac{2}{6}=\\boxed{\\frac{5}{6}}$."}]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".parquet"])
+def test_the_format_is_read_from_the_fields_in_every_file_kind(tmp_path, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write(name, records):
+        path = tmp_path / f"{name}{suffix}"
+        if suffix == ".parquet":
+            pq.write_table(pa.Table.from_pylist(records), path)
+        elif suffix == ".json":
+            path.write_text(json.dumps(records))
+        else:
+            _jsonl(path, records)
+        return path
+
+    got = {name: datasets.load(write(name, recs)) for name, recs in
+           (("gsm8k", GSM8K), ("math500", MATH500), ("polaris", POLARIS), ("math", MATH))}
+    assert {name: {r["source"] for r in rows} for name, rows in got.items()} == {n: {n} for n in got}
+    assert [r["answer"] for r in got["gsm8k"]] == ["72", "2400"]        # the numbers, not the #### lines
+    assert [r["answer"] for r in got["polaris"]] == ["70", "2"]
+    assert got["math500"][0]["answer"] == MATH500[0]["answer"] and got["math500"][0]["level"] == 2
+    assert got["math"][0]["answer"] == "\\frac{5}{6}" and got["math"][0]["solution"] == MATH[0]["solution"]
+    assert datasets.load(write("arith", [{"question": "1 + 1?", "answer": "2"}]))[0]["source"] == "arith"
+
+
 def test_wrong_format_names_the_missing_field_and_the_fields_there(tmp_path):
     path = _jsonl(tmp_path / "x.jsonl", POLARIS)
     with pytest.raises(RaceError) as e:
         datasets.load(path, "gsm8k")
     assert "'question'" in e.value.message and "problem" in e.value.hint
+    mixed = _jsonl(tmp_path / "mixed.jsonl", [GSM8K[0], POLARIS[0]])     # one format per file
+    with pytest.raises(RaceError, match="record 1 has no field 'question' \\(format gsm8k\\)"):
+        datasets.load(mixed)
+    with pytest.raises(RaceError, match="record 1: GSM8K answers end with '#### <number>'"):
+        datasets.load(_jsonl(tmp_path / "cut.jsonl", [GSM8K[0], {**GSM8K[1], "answer": "2400"}]))
+    with pytest.raises(RaceError, match="no \\\\boxed"):
+        datasets.load(_jsonl(tmp_path / "unboxed.jsonl", [{**MATH[0], "solution": "5/6"}]))
+    with pytest.raises(RaceError, match="cannot tell the data set format .* fields text, label"):
+        datasets.load(_jsonl(tmp_path / "other.jsonl", [{"text": "x", "label": 1}]))
 
 
 def test_missing_file_bad_json_unknown_format(tmp_path):
@@ -80,6 +120,12 @@ def test_missing_file_bad_json_unknown_format(tmp_path):
     with pytest.raises(RaceError) as e:
         datasets.load(tmp_path / "bad.jsonl", "mmlu")
     assert "gsm8k" in e.value.hint and "math500" in e.value.hint
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(RaceError, match="has no problems"):
+        datasets.load(tmp_path / "empty.jsonl")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(RaceError, match="not a readable parquet file"):
+        datasets.load(tmp_path / "bad.parquet")
 
 
 def test_embedded_splits_and_prompts():

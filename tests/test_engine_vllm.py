@@ -71,12 +71,13 @@ def test_moe_expert_lora_runs_per_token_in_vllm_and_per_call_in_generate():
 
 
 def test_verl_rollout_shares_the_prefill_as_its_config_says():
+    import importlib.util
+
     from suite.integrations.verl import config_dir
 
-    try:
-        rollout_yaml = config_dir() / "rollout" / "rollout.yaml"
-    except Exception:
-        pytest.skip("verl's packaged config is not installed (scripts/setup.sh --test)")
+    if importlib.util.find_spec("verl") is None:     # only a missing verl skips; a broken config fails
+        pytest.skip("verl's packaged config is not installed (scripts/setup.sh --test installs verl==0.9.1)")
+    rollout_yaml = config_dir() / "rollout" / "rollout.yaml"
     assert yaml.safe_load(rollout_yaml.read_text())["enable_prefix_caching"] is True
     assert get_engine("verl").prefill_per_completion is False
     shared = work_from_lengths(PROMPTS, COMPLETIONS, SETTINGS, "verl")

@@ -181,15 +181,22 @@ def test_lm_eval_end_to_end_all_metrics(tiny, monkeypatch):
     rows = ev.evaluate(cfg)
     got = {(r["target"], r["metric"]) for r in rows}
     assert got == {(f"{t}:first-3", m) for t in targets.DEFAULT_TARGETS for m in ev.METRICS}
-    for r in rows:
-        assert r["n"] == 3 and 0.0 <= r["value"] <= 1.0
     by = {(r["target"].split(":")[0], r["metric"]): r for r in rows}
-    gen = by["arith-easy-250", "pass@1"]["compute"]
+    cfg_adapter = ev.check_adapter(tiny["adapter"], tiny["base"])
+    for t in targets.DEFAULT_TARGETS:
+        # Every row is its per-sample log's mean; its compute is the logged lengths priced by
+        # eval_flops (pinned to FlopCounterMode in test_eval_flops_equal_flopcounter_...).
+        logged = [json.loads(x)["race"] for x in (out / f"{t}.samples.jsonl").read_text().splitlines()]
+        p, g, j = ([s[k] for s in logged] for k in ("prompt_tokens", "generated_tokens", "judge_tokens"))
+        for metric in ev.METRICS:
+            r = by[t, metric]
+            assert r["n"] == 3 and r["value"] == pytest.approx(sum(s[metric] for s in logged) / 3, abs=1e-12)
+        gen_flops, judge_flops = ev.eval_flops(tiny["base"], cfg_adapter, p, g, tiny["prm"], j)
+        assert by[t, "pass@1"]["compute"] == {"tokens": sum(p) + sum(g), "flops": gen_flops}
+        assert by[t, "process_judge"]["compute"] == {"tokens": sum(j), "flops": judge_flops}
+        assert by[t, "native_reward"]["compute"] == {"tokens": 0, "flops": 0}  # a rule reward
     judged = by["arith-easy-250", "process_judge"]
-    assert gen["tokens"] > 0 and gen["flops"] > 0
-    assert judged["compute"]["tokens"] > 0 and judged["compute"]["flops"] > 0
     assert judged["judge"]["name"] == "prm" and judged["judge"]["params_total"] > 0
-    assert by["arith-easy-250", "native_reward"]["compute"] == {"tokens": 0, "flops": 0}  # rule reward
 
     log = [json.loads(line) for line in (out / "arith-easy-250.samples.jsonl").read_text().splitlines()]
     assert len(log) == 3
@@ -215,13 +222,43 @@ def test_lm_eval_end_to_end_all_metrics(tiny, monkeypatch):
     assert {r["metric"] for r in base_rows} == {"pass@1", "process_judge"}  # no native reward without a run
 
 
-def test_eval_flops_counts_lora_and_judge(tiny):
+def test_eval_flops_equal_flopcounter_on_the_real_generation_and_judge(tiny):
+    """Evaluation FLOPs pinned to torch's FlopCounterMode as training FLOPs are: HF generate with
+    the peft adapter unmerged (as lm-eval's HFLM loads it), one problem at a time (useful work:
+    no padding), each row forced to its generated length; the judge one forward of the PRM over
+    each sequence it scored; eager attention, so the `full` convention."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from suite.accounting.reference import flop_counter, measure_generate
+    from suite.train.prm import PRM
+
+    prompts, generated = [20, 30], [10, 5]
     cfg = ev.check_adapter(tiny["adapter"], tiny["base"])
-    with_lora, judge = ev.eval_flops(tiny["base"], cfg, [20, 30], [10, 5], tiny["prm"], [40, 0])
-    without, _ = ev.eval_flops(tiny["base"], None, [20, 30], [10, 5])
-    assert with_lora > without > 0  # LoRA branches run at evaluation time (unmerged adapter)
-    _, judge_more = ev.eval_flops(tiny["base"], cfg, [20, 30], [10, 5], tiny["prm"], [40, 40])
-    assert 0 < judge < judge_more  # skipped (0-token) completions cost nothing
+    base = AutoModelForCausalLM.from_pretrained(tiny["base"], attn_implementation="eager").eval()
+    plain = sum(measure_generate(base, [p], [g]) for p, g in zip(prompts, generated))
+    adapted = PeftModel.from_pretrained(base, tiny["adapter"]).eval()
+    with_lora = sum(measure_generate(adapted, [p], [g]) for p, g in zip(prompts, generated))
+    assert ev.eval_flops(tiny["base"], None, prompts, generated, attention="full")[0] == plain
+    assert ev.eval_flops(tiny["base"], cfg, prompts, generated, attention="full")[0] == with_lora > plain
+
+    judge = PRM.load(tiny["prm"], device="cpu")
+    judge.model.config._attn_implementation = "eager"     # FlopCounterMode counts CPU SDPA as 0
+    counted = []
+    for n in (40, 17):
+        fc = flop_counter()
+        with fc, torch.no_grad():
+            judge.model(torch.zeros(1, n, dtype=torch.long))
+        counted.append(fc.get_total_flops())
+    # A completion the judge skipped (0 tokens) costs nothing.
+    assert ev.eval_flops(tiny["base"], cfg, prompts, generated, tiny["prm"], [40, 0], attention="full")[1] == counted[0]
+    both = ev.eval_flops(tiny["base"], cfg, prompts, generated, tiny["prm"], [40, 17], attention="full")[1]
+    assert both == sum(counted)
+    # The reported convention (causal) differs only by the attention square's upper triangle.
+    causal = ev.eval_flops(tiny["base"], cfg, prompts, generated, attention="causal")[0]
+    layers, width = 2, 64                 # eval_models.make_policy: 2 layers, 2 heads x 32
+    assert with_lora - causal == sum(layers * 2 * (2 * width) * (p * (p - 1) // 2) for p in prompts)  # QK^T, AV
 
 
 def test_merge_replaces_same_target_and_metric():

@@ -47,7 +47,7 @@ def make_run(model="small", budget=10**12, reward="sparse", label="u1", seed=0, 
     base = 100 if model == "small" else 20
     return Run(path=f"{model}-{budget:.0e}-{reward}-{label}-s{seed}", model=model, params=params,
                band=(int(budget * 0.75), budget), reward=reward, reward_kind="prm" if reward == "prm" else "rule",
-               label=label, lora_rank=8, group_size=4, mu=int(label[1:]) if label[1:].isdigit() else 1, seed=seed,
+               label=label, lora_rank=8, group_size=4, num_iterations=int(label[1:]) if label[1:].isdigit() else 1, seed=seed,
                p=P.get(label, 0.8) if p is None else p, reward_share=share, steps=steps or base,
                completions=(steps or base) * 32, flops=budget, judge="prm",
                scores=scores, values={k: float(v.mean()) for k, v in scores.items()})

@@ -161,6 +161,14 @@ def test_bad_grid_files_name_the_problem(models, change, words):
     assert words in str(e.value)
 
 
+def test_an_allocation_may_say_K_over_the_cells_group_size_but_not_both(models):
+    g = grid.grid_from_dict(_grid(models))            # cell: group_size 2; allocation hi: K 4
+    assert g.allocations["hi"] == {"group_size": 4, "num_iterations": 2, "lora_rank": 8}
+    assert {c.allocation: c.spec.group_size for c in grid.expand(g)} == {"lo": 2, "hi": 4}
+    with pytest.raises(RaceError, match="allocation hi: K and group_size name the same field"):
+        grid.grid_from_dict(_grid(models, allocations={"hi": {"K": 4, "group_size": 8}}))
+
+
 def test_unknown_cell_field_is_refused_at_expansion(models):
     g = grid.grid_from_dict(_grid(models, allocations={"a": {"mue": 2}}))
     with pytest.raises(RaceError, match="unknown field 'mue'"):

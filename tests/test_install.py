@@ -110,14 +110,37 @@ def test_a_command_missing_an_engine_names_its_extra(monkeypatch, capsys):
 # ---- the public API ------------------------------------------------------------------------------
 
 
-def test_every_public_name_resolves_to_its_module():
-    assert suite.__all__ == sorted(set(suite.__all__)) and len(suite.__all__) >= 40
-    for name in suite.__all__:
-        module, _, attr = suite._API[name].partition(":")
-        assert getattr(suite, name) is getattr(__import__(module, fromlist=["_"]), attr or name), name
-    assert set(suite.__all__) <= set(dir(suite))
+def _public(name):
+    return getattr(suite, name)
+
+
+def test_the_public_api_is_the_suites_own_documented_entry_points():
+    """Each public name is the suite's own object (no CLI internals among them), in one group of
+    what a user does; every function's docstring names each argument it requires and says what it
+    returns; docs/install.md's table is the same groups."""
+    import inspect
+
+    names = [n for group in suite.API.values() for n in group]
+    assert len(names) == len(set(names)) and suite.__all__ == sorted(names)
+    assert list(suite.API)[:7] == ["account", "report", "validate", "run", "import", "analyse", "publish"]
+    for name in names:
+        obj = _public(name)
+        module = obj.__module__
+        assert module.startswith("suite.") and not module.startswith("suite.cli"), (name, module)
+        doc = inspect.getdoc(obj) or ""
+        assert doc, f"{name} has no docstring"
+        if inspect.isclass(obj):
+            continue
+        required = [p.name for p in inspect.signature(obj).parameters.values()
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        assert not [a for a in required if not re.search(rf"\b{a}\b", doc)], f"{name}: its docstring names not {required}"
+        assert re.search(r"\breturns?\b|\byields?\b", doc, re.I), f"{name}: its docstring says not what it returns"
     with pytest.raises(AttributeError):
         suite.not_a_name
+    table = (ROOT / "docs" / "install.md").read_text(encoding="utf-8").split("<!-- api:begin", 1)[1].split("<!-- api:end")[0]
+    rows = {m.group(1).split(" (")[0]: re.findall(r"`(\w+)`", m.group(2))
+            for m in re.finditer(r"^\| ([^|]+) \| ([^|]+) \|$", table, re.M) if "`" in m.group(2)}
+    assert rows == {g: list(members) for g, members in suite.API.items()}
 
 
 def test_import_suite_stays_light():
@@ -151,4 +174,4 @@ def test_the_docs_import_only_the_public_api():
                     assert not [a.name for a in node.names if a.name.startswith("suite.")], page.name
     assert imported and imported <= set(suite.__all__), imported - set(suite.__all__)
     # the entry points the standard promises are among them
-    assert {"phase_flops", "build_report", "validate_path", "RaceLedger", "output_format"} <= imported
+    assert {"phase_flops", "build_report", "validate_path", "RaceLedger", "Provenance", "rule", "engine"} <= imported

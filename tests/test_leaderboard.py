@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import signal
@@ -22,7 +23,9 @@ def test_id_is_a_content_hash_independent_of_formatting():
     d = made_up_report()
     same = json.loads(json.dumps(d, indent=4, sort_keys=False))
     assert lb.submission_id(d) == lb.submission_id(same)
-    assert len(lb.submission_id(d)) == 16 and int(lb.submission_id(d), 16) >= 0
+    # the first 16 hex digits of sha256 over the canonical JSON: sorted keys, no spaces
+    canonical = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert lb.submission_id(d) == hashlib.sha256(canonical).hexdigest()[:16]
     assert lb.submission_id(made_up_report(run_id="other")) != lb.submission_id(d)
 
 

@@ -16,12 +16,13 @@ from suite.cli import main
 from suite.errors import RaceError
 from suite.record.ledger import LedgerSummary
 from suite.atomic import write_json_atomic
-from suite.record.report import build_report
+from suite.record.report import Provenance, Report, build_report
 from suite.record.runspec import RunSpec, load_run_spec
 from suite.validate import validate_report
 
 EXAMPLES = paths.schemas() / "examples"
 VALID = EXAMPLES / "valid"
+MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")
 SPEC = {
     "label": "t", "seed": 3, "policy": "Qwen2.5-1.5B-Instruct",
     "adapter": {"type": "lora", "rank": 64, "alpha": 128},
@@ -40,7 +41,9 @@ def ledger(tmp_path):
 
 
 def test_report_sums_the_ledger_exactly_and_validates_clean(ledger):
-    doc = build_report(ledger, SPEC, created="2026-11-29T20:00:00Z")
+    report = build_report(ledger, SPEC, created="2026-11-29T20:00:00Z", provenance=MEASURED)
+    assert isinstance(report, Report) and report.provenance_method == "measured" and report.steps == 40
+    doc = report.doc
     s = LedgerSummary.scan(ledger)
     t = doc["totals"]
     assert t["flops"] == {**s.flops, "total": sum(s.flops.values())}
@@ -60,7 +63,8 @@ def test_committed_examples_are_what_the_generator_makes(tmp_path):
     this fails until `python schemas/examples/make_examples.py` is rerun and committed."""
     for reward in ("sparse", "prm"):
         doc = json.loads((VALID / f"paper-qwen1.5b-lora64-{reward}.json").read_text())
-        again = build_report(VALID / doc["ledger"]["path"], _spec_of(doc), report_dir=VALID, created=doc["run"]["created"])
+        again = build_report(VALID / doc["ledger"]["path"], _spec_of(doc), report_dir=VALID, created=doc["run"]["created"],
+                             provenance=Provenance(**doc["provenance"])).doc
         for key in ("policy", "adapter", "grpo", "reward", "accounting", "totals", "ledger", "evaluations"):
             assert again[key] == doc[key], key
         from suite.accounting import phase_flops  # the ledger itself is priced by the accounting
@@ -95,7 +99,7 @@ def test_torn_ledger_warns_and_counts_complete_records(ledger):
     with open(ledger, "ab") as f:
         f.write(b'{"step": 41, "ti')
     seen = []
-    doc = build_report(ledger, SPEC, warn=seen.append)
+    doc = build_report(ledger, SPEC, warn=seen.append, provenance=MEASURED).doc
     assert doc["totals"]["steps"] == 40 and len(seen) == 1 and "torn" in seen[0]
     assert validate_report(doc, base_dir=ledger.parent)[0].rule_id == "LEDGER-001"
 
@@ -104,9 +108,13 @@ def test_bad_ledgers_and_specs_are_refused_with_a_reason(ledger, tmp_path):
     lines = ledger.read_bytes().splitlines(keepends=True)
     ledger.write_bytes(b"".join(lines[:3] + [lines[1]] + lines[3:]))
     with pytest.raises(RaceError, match="does not follow"):
-        build_report(ledger, SPEC)
+        build_report(ledger, SPEC, provenance=MEASURED)
     with pytest.raises(RaceError, match="not found"):
-        build_report(tmp_path / "nope.jsonl", SPEC)
+        build_report(tmp_path / "nope.jsonl", SPEC, provenance=MEASURED)
+    with pytest.raises(TypeError, match="provenance"):       # how the ledger was made is never a default
+        build_report(ledger, SPEC)
+    with pytest.raises(RaceError, match="an estimate has no ledger"):
+        build_report(ledger, SPEC, provenance=Provenance("estimated"))
     for bad, msg in [({**SPEC, "polcy": 1}, "unknown field 'polcy'"),
                      ({k: v for k, v in SPEC.items() if k != "adapter"}, "'adapter'"),
                      ({**SPEC, "reward": {"system": "prm", "kind": "prm"}}, "needs a model"),
@@ -169,13 +177,12 @@ def test_report_docs_python_blocks_run_as_written(tmp_path):
     from suite.paths import home
 
     blocks = re.findall(r"```python\n(.*?)```", (home() / "docs" / "report.md").read_text(), re.S)
-    assert len(blocks) >= 4
+    assert len(blocks) >= 3
     (tmp_path / "runs" / "a").mkdir(parents=True)
     r = subprocess.run([sys.executable, "-c", "\n".join(blocks)], cwd=tmp_path, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "3 records; None" in r.stdout and "measured 3 p = " in r.stdout
-    assert r.stdout.strip().splitlines()[-1].startswith("qwen1.5b-r64-sparse,")
+    assert "3 records; None" in r.stdout and r.stdout.strip().splitlines()[-1].startswith("measured 3 p = ")
     from suite.cli import main
 
     assert main(["validate", "--strict", str(tmp_path / "runs" / "a" / "report.json")]) == 0

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from suite.cli import main
+from suite.answers import is_correct
 from suite.record.ledger import read_ledger
+from suite.train.rewards import RewardSystem, reward_system
 from tiny_policy import make_policy, write_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,16 +135,46 @@ def test_refuses_to_overwrite_a_run_and_resume_needs_one(tmp_path, policy, capsy
     assert "no run to resume" in capsys.readouterr().err
 
 
-def test_two_runs_with_their_ledger_jsonl_submit_into_one_folder(tmp_path, policy, capsys):
-    """Every race run names its ledger ledger.jsonl; race submit stores each under a name of its own."""
+class _RecordedAnswers(RewardSystem):
+    """The sparse reward, remembering the gold answers TRL hands it (the dataset's `answer` column)."""
+
+    seen: list[str] = []
+
+    def score(self, prompts, texts, answers, kwargs):
+        _RecordedAnswers.seen += list(answers)
+        return [float(is_correct(t, a)) for t, a in zip(texts, answers)]
+
+
+@pytest.fixture
+def recorded_answers():
+    """_RecordedAnswers registered for one test only (other tests count the registry's systems)."""
+    from suite.train.rewards import REWARD_SYSTEMS
+
+    reward_system("test-recorded-answers")(_RecordedAnswers)
+    yield
+    REWARD_SYSTEMS._items.pop("test-recorded-answers")
+
+
+@pytest.mark.slow
+def test_runs_on_gsm8k_and_math500_rows_submit_into_one_folder(tmp_path, policy, capsys, recorded_answers):
+    """race run trains on rows as GSM8K and MATH-500 publish them (tests/fixtures: their first test
+    rows), and the gold answers the reward gets are the final answers, not GSM8K's worked "#### n"
+    text; every race run names its ledger ledger.jsonl, and race submit stores each under a name
+    of its own."""
     import json
 
+    fixtures = ROOT / "tests" / "fixtures"
+    data = {"gsm8k_head.jsonl": {"18", "3"},
+            "math500_head.jsonl": {"\\left( 3, \\frac{\\pi}{2} \\right)", "\\frac{14}{3}"}}
     subs = tmp_path / "submissions"
     subs.mkdir()
-    for seed in (1, 2):
-        cell = write_cell(tmp_path / f"cell-{seed}.yaml", policy, seed=seed, label=f"tiny seed {seed}")
+    for seed, (name, gold) in enumerate(data.items(), 1):
+        _RecordedAnswers.seen = []
+        cell = write_cell(tmp_path / f"cell-{seed}.yaml", policy, seed=seed, label=f"tiny seed {seed}",
+                          dataset=str(fixtures / name), reward="test-recorded-answers")
         out = tmp_path / f"run-{seed}"
         assert main(["run", str(cell), "--out", str(out), "--max-steps", "2", "--no-progress"]) == 0
+        assert set(_RecordedAnswers.seen) == gold and len(_RecordedAnswers.seen) == 2 * 2 * 2  # steps x prompts x K
         assert (out / "ledger.jsonl").is_file() and (out / "adapter" / "adapter_config.json").is_file()
         report = json.loads((out / "report.json").read_text())
         assert report["provenance"] == {"method": "measured", "recorder": "race RaceLedger (TRL callback)",

@@ -6,27 +6,33 @@ from __future__ import annotations
 
 import json
 
+import pytest
 
 from suite.train.cell import load_cell
 from suite.paths import tasks
 from suite.train.run import run_cell
 
 CELLS = tasks() / "cells"
-SMALL = {"K": 4, "prompts_per_step": 2, "max_completion_tokens": 32}
+SMALL = {"group_size": 4, "prompts_per_step": 2, "max_completion_tokens": 32}
 
 
 def _cell(name, **changes):
-    c = load_cell(CELLS / f"{name}.yaml")
-    small = {"group_size": SMALL["K"], "prompts_per_step": SMALL["prompts_per_step"],
-             "max_completion_tokens": SMALL["max_completion_tokens"]}
-    return c.with_changes(**{**small, **changes})
+    return load_cell(CELLS / f"{name}.yaml").with_changes(**{**SMALL, **changes})
 
 
-def test_rule_reward_spends_nothing_prm_a_visible_share(tmp_path, record_property):
-    rule = run_cell(_cell("s-sparse", budget_flops=10**15, max_steps=3), tmp_path / "rule", progress=False, threads=1)
+BUDGET = 3 * 10**10
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """s-sparse (shrunk) trained until its budget stops it: the rule-reward run of both tests."""
+    return run_cell(_cell("s-sparse", budget_flops=BUDGET), tmp_path_factory.mktemp("s"), progress=False, threads=1)
+
+
+def test_rule_reward_spends_nothing_prm_a_visible_share(tmp_path, small, record_property):
     prm = run_cell(_cell("s-prm", budget_flops=10**15, max_steps=3), tmp_path / "prm", progress=False, threads=1)
-    assert rule.steps == prm.steps == 3
-    assert rule.flops["reward"] == 0 and rule.flops["rollout"] > 0
+    assert prm.steps == 3 and small.steps >= 3
+    assert small.flops["reward"] == 0 and small.flops["rollout"] > 0
     share = prm.flops["reward"] / sum(prm.flops.values())
     record_property("prm_reward_share", share)
     print(f"PRM reward share of s-prm (K=4, 2 prompts, 32 tokens): {share:.1%}")
@@ -36,11 +42,9 @@ def test_rule_reward_spends_nothing_prm_a_visible_share(tmp_path, record_propert
     assert report["totals"]["flops"]["reward"] == prm.flops["reward"]
 
 
-def test_equal_budget_largest_policy_takes_fewer_steps(tmp_path):
-    budget = 3 * 10**10
-    small = run_cell(_cell("s-sparse", budget_flops=budget), tmp_path / "s", progress=False, threads=1)
-    large = run_cell(_cell("l-sparse", budget_flops=budget), tmp_path / "l", progress=False, threads=1)
+def test_equal_budget_largest_policy_takes_fewer_steps(tmp_path, small):
+    large = run_cell(_cell("l-sparse", budget_flops=BUDGET), tmp_path / "l", progress=False, threads=1)
     assert small.stopped_by_budget and large.stopped_by_budget
     assert 1 <= large.steps < small.steps
     for r in (small, large):
-        assert sum(r.flops.values()) <= budget
+        assert sum(r.flops.values()) <= BUDGET

@@ -39,14 +39,19 @@ def test_every_shipped_grid_plans(path):
 
 
 def test_quickstart_absorbs_a_costlier_step_by_raising_and_saying_so():
-    """The shipped quickstart declares 4e10 and lets the planner raise it: the plan says so."""
+    """The shipped quickstart declares 4e10, whose band cannot hold its costliest cell's step:
+    the planner raises the budget (within raise_budgets) until it does, and the plan says so,
+    naming that cell."""
     g = grid.load(tasks() / "grids" / "quickstart.yaml")
     gp = grid.plan_grid(g)
-    assert g.raise_budgets > 1
-    if gp.grid.budgets != g.budgets:
-        assert gp.notes and all("raised to" in n and "raise_budgets allows" in n for n in gp.notes)
-    else:
-        assert not gp.notes
+    ((declared,), (planned,)) = g.budgets, gp.grid.budgets
+    costliest = max(gp.cells, key=lambda pc: pc.step_bound)
+    assert costliest.step_bound > g.band * declared            # why it must be raised
+    assert declared < planned <= declared * g.raise_budgets
+    assert all(pc.cell.budget == planned for pc in gp.cells)
+    (note,) = gp.notes
+    named = costliest.cell.id.replace(grid.budget_tag(planned), grid.budget_tag(declared))  # as declared
+    assert f"raised to {grid.budget_tag(planned)}" in note and f"one step of {named} " in note
 
 
 def _plan_cell(path: Path) -> grid.PlannedCell:

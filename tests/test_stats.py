@@ -19,9 +19,13 @@ def test_draws_depend_on_the_name_not_on_the_order_of_requests():
 
 
 def test_counts_draw_n_items_with_replacement():
+    """Each replicate draws 25 of 25 items with replacement: an item's count is Binomial(25, 1/25)
+    (mean 1, variance 24/25, P(0) = 0.36), and items repeat (without replacement every count is 1)."""
     c = draw_counts(generator(0, "x"), 25, 300)
     assert c.shape == (300, 25) and np.all(c.sum(axis=1) == 25) and c.min() >= 0
-    assert 0.9 < c.mean(axis=0).mean() < 1.1
+    assert np.all(c.max(axis=1) >= 2)
+    assert np.all(np.abs(c.mean(axis=0) - 1) < 0.25)          # each item, over 300 replicates (4 sd)
+    assert abs(c.var() - 24 / 25) < 0.1 and abs((c == 0).mean() - (24 / 25) ** 25) < 0.03
 
 
 def test_replicate_means_weight_problems_and_seeds_by_their_draw_counts():

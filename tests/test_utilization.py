@@ -22,14 +22,31 @@ def test_achieved_rates_per_phase_and_total():
     assert utilization(rates, None) == dict.fromkeys(rates)
 
 
-def test_probe_measures_a_positive_rate_and_restores_threads():
+def test_probe_rate_is_the_matmul_flops_over_the_time_they_took(monkeypatch):
+    """The probe's arithmetic on a clock that ticks 2**-10 s per reading: each size gets
+    seconds / len(sizes) = 5 ticks of real matmuls (5 calls, stopped at the 6th tick); its rate is
+    2 n^3 FLOPs per call over the 6 ticks, the ceiling the best size's. The matmuls run with the
+    probe's threads, and the caller's threads come back."""
+    import time
+
     import torch
 
-    torch.set_num_threads(1)
-    c = probe(1, sizes=(128, 256), seconds=0.1)
-    assert c.flops_per_second > 1e8 and c.size in (128, 256) and c.threads == 1
-    assert c.machine == machine_kind() and c.source == "probe"
-    assert torch.get_num_threads() == 1
+    ticks, seen = iter(range(10**6)), []
+
+    def clock():
+        seen.append(torch.get_num_threads())
+        return next(ticks) * 2.0 ** -10
+
+    monkeypatch.setattr(time, "perf_counter", clock)
+    torch.set_num_threads(2)
+    try:
+        c = probe(1, sizes=(64, 128), seconds=0.01)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+    assert (c.size, c.threads, c.source, c.machine) == (128, 1, "probe", machine_kind())
+    assert c.flops_per_second == 2 * 128 ** 3 * 5 / (6 * 2.0 ** -10)
+    assert set(seen) == {1}
     with pytest.raises(Exception, match="threads must be >= 1"):
         probe(0)
 

@@ -245,6 +245,37 @@ def test_physics_message_names_both_numbers_and_formula():
     assert "μ ×" in f.message and "'full'" in f.message
 
 
+@pytest.mark.parametrize("phase", ["rollout", "update"])
+@pytest.mark.parametrize("sign", [-1, 1], ids=["understated", "overstated"])
+def test_phys_001_boundary_is_exactly_one_percent(phase, sign):
+    """A report may state a phase up to 1% (TOLERANCE) away from the recomputation, and not one
+    FLOP more: just inside passes clean, just outside is PHYS-001 at that phase -- an understated
+    budget included. Totals, shares and p are kept consistent, so nothing else fires."""
+    from validate_strategies import _retotal
+
+    from suite.validate.physics import recompute
+
+    base = _doc()
+    want = recompute(base).flops[phase]
+    assert base["totals"]["flops"][phase] == want and want > 10**15     # large: a float ratio would blur 1 FLOP
+    edge = want // 100                                                  # |declared - want| <= 1% of want
+    for delta, caught in ((edge, False), (edge + 1, True)):
+        doc = copy.deepcopy(base)
+        doc["totals"]["flops"][phase] = want + sign * delta
+        _retotal(doc)
+        found = [(f.rule_id, f.path) for f in validate_report(doc)]
+        assert found == ([("PHYS-001", f"$.totals.flops.{phase}")] if caught else []), (delta, found)
+
+
+def test_the_tolerance_is_compared_exactly_at_any_size():
+    from suite.validate.physics import _close
+
+    big = 10**17 + 99       # (big // 100 + 1) / big rounds to 0.01 in floating point
+    assert (big // 100 + 1) / big == 0.01
+    assert _close(big + big // 100, big) and _close(big - big // 100, big)
+    assert not _close(big + big // 100 + 1, big) and not _close(big - big // 100 - 1, big)
+
+
 def test_mutating_a_report_never_crashes_on_wrong_types():
     base = _doc()
     for path in [("totals",), ("totals", "flops"), ("policy", "spec"), ("reward",), ("adapter", "targets"),

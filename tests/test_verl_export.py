@@ -15,6 +15,7 @@ from suite.errors import RaceError
 
 FIX = Path(__file__).parent / "fixtures" / "verl"
 CELL = FIX / "cell-qwen1.5b-r64.yaml"
+FIX_GSM8K = Path(__file__).parent / "fixtures" / "gsm8k_head.jsonl"  # rows 0-1 of openai/gsm8k main test
 
 needs_verl = pytest.mark.skipif(
     not os.environ.get("CI") and (importlib.util.find_spec("verl") is None or importlib.util.find_spec("hydra") is None),
@@ -103,3 +104,9 @@ def test_write_data_converts_the_cell_dataset_to_verl_parquet(tmp_path, capsys):
     gold = row["extra_info"]["solution"]
     assert verl_reward.compute_score_dense(row["data_source"], gold, "5", row["extra_info"]) == 1.0
     assert verl_reward.compute_score_dense(row["data_source"], "2 + 3 = 6\n\n\\boxed{6}", "5", row["extra_info"]) == 0.0
+    # GSM8K rows as published (openai/gsm8k main): the gold answer is the number after '####'.
+    src.write_text(FIX_GSM8K.read_text())
+    assert main(["export", "verl", str(cell), "--write-data", str(tmp_path / "g"), "--overrides-only"]) == 0
+    rows = pq.read_table(tmp_path / "g" / "train.parquet").to_pylist()
+    assert [r["reward_model"]["ground_truth"] for r in rows] == ["18", "3"]
+    assert "<<" not in rows[0]["extra_info"]["solution"] and "####" not in rows[0]["extra_info"]["solution"]

@@ -14,7 +14,9 @@ from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase
                               work_from_lengths)
 from suite.record.ledger import LedgerWriter
 from suite.accounting.modelspec import catalog_names, load_spec
-from suite.record.report import build_report, model_entry, totals_from
+from suite.record.report import Provenance, build_report, model_entry, totals_from
+
+MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")
 
 POLICIES = [n for n in catalog_names() if "PRM" not in n]
 PRM = "Qwen2.5-Math-PRM-7B"
@@ -119,7 +121,7 @@ def valid_reports(draw, with_ledger: bool = False):
     recs = ledger_records(spec, lengths)
     folder = Path(tempfile.mkdtemp(prefix="race-fuzz-"))
     write_ledger(folder / "ledger.jsonl", recs)
-    doc = build_report(folder / "ledger.jsonl", spec, created="2026-11-29T21:00:00Z")
+    doc = build_report(folder / "ledger.jsonl", spec, created="2026-11-29T21:00:00Z", provenance=MEASURED).doc
     total = doc["totals"]["flops"]["total"]
     if draw(st.booleans()):
         doc["budget"] = {"flops": total, "band": {"low": total // 2, "high": total * 2}}
@@ -160,7 +162,7 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> list[tuple[dict, Path]]:
         d = folder / f"r{i}"
         d.mkdir(parents=True)
         write_ledger(d / "ledger.jsonl", ledger_records(spec, lengths))
-        out.append((build_report(d / "ledger.jsonl", spec, created="2026-11-29T21:00:00Z"), d))
+        out.append((build_report(d / "ledger.jsonl", spec, created="2026-11-29T21:00:00Z", provenance=MEASURED).doc, d))
     return out
 
 

@@ -108,7 +108,7 @@ def make_valid() -> dict[str, dict]:
         ledger = out / f"paper-qwen1.5b-lora64-{reward}.ledger.jsonl"
         write_ledger(ledger, spec, seed=1 if reward == "sparse" else 2)
         doc = build_report(ledger, spec, report_dir=out, created=CREATED, provenance=Provenance(
-            "measured", recorder="schemas/examples/make_examples.py (seeded per-step lengths)", steps=STEPS))
+            "measured", recorder="schemas/examples/make_examples.py (seeded per-step lengths)", steps=STEPS)).doc
         total = doc["totals"]["flops"]["total"]
         doc["budget"] = {"flops": band_around(total)["high"] // 11 * 10, "band": band_around(total)}
         doc["run"]["notes"] = ("Transcribed from the source paper's published setup (Polaris-53K prompts, K=2, up to "
@@ -123,7 +123,7 @@ def make_valid() -> dict[str, dict]:
     docs["curve"] = with_curve(docs["sparse"], out / docs["sparse"]["ledger"]["path"])
     write_json_atomic(out / "paper-qwen1.5b-lora64-sparse-curve.json", docs["curve"])
     docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
-                                      cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED)
+                                      cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED).doc
     write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
     return docs
 

@@ -77,12 +77,16 @@ class EngineProfile:
                 "peft_training": self.peft_training}
 
 
-ENGINES: Registry[EngineProfile] = Registry("engine profile")
-"""Engine profiles by name."""
+ENGINES: Registry[EngineProfile] = Registry("engine profile", group="race.engines")
+"""Engine profiles by name; other packages add theirs through the `race.engines` entry points."""
 
 
 def engine(name: str):
-    """Register an EngineProfile subclass under `name` (an instance lands in ENGINES)."""
+    """Register an EngineProfile subclass under `name` (an instance lands in ENGINES).
+
+    Args: `name`, the profile's name (reports' accounting.engine_profile, `race flops --engine`).
+    Returns the class decorator, which returns the class unchanged.
+    """
 
     def register(cls):
         inst = cls()

@@ -748,7 +748,10 @@ def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpe
 
 
 def catalog_names() -> list[str]:
-    """Names of the built-in catalog models, sorted."""
+    """Names of the built-in catalog models, sorted.
+
+    Returns the names, for load_spec.
+    """
     return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
 
 
@@ -776,7 +779,10 @@ def _read_json(path: Path) -> dict:
 
 def load_spec(name_or_path: str) -> ModelSpec:
     """A ModelSpec from a catalog name (case-insensitive, hub prefix allowed), a config.json
-    path, or a folder holding one. Unknown names list the closest catalog names."""
+    path, or a folder holding one. Unknown names list the closest catalog names.
+
+    Args: `name_or_path`. Returns the ModelSpec (exact parameter counts, the facts FLOPs need).
+    """
     if not name_or_path or not str(name_or_path).strip():
         raise RaceError("empty model name", f"catalog: {', '.join(catalog_names())}")
     hit = _catalog_lookup(str(name_or_path))

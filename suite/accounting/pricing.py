@@ -176,7 +176,12 @@ def phase_flops(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOS
                 reward_model: ModelSpec | None = None, engine: str | None = None,
                 attention: str = "causal") -> dict:
     """{"rollout": int, "update": int, "reward": int}: exact FLOPs of `work` (linear in it),
-    under the profile it was built for (`profile_of`)."""
+    under the profile it was built for (`profile_of`).
+
+    Args: `work` (work_from_lengths / work_from_means, or a ledger's summed work with
+    `engine`); `policy`, `adapter`, `settings`; `reward_model` (None: a rule reward);
+    `attention` (causal or full). Returns the FLOPs per phase.
+    """
     out = dict.fromkeys(PHASES, 0)
     for phase, _, f in pass_breakdown(work, policy, adapter, settings, reward_model, engine, attention):
         out[phase] += f
@@ -190,7 +195,11 @@ def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine
     max_completion_tokens and every prompt is max_prompt_tokens long (longer sequences only
     cost more); a reward model scores `reward_tokens_bound` tokens per sequence unless
     reward_tokens says how many. generation=False: a reuse step of mu > 1 (update only). A run's budget stop
-    (suite.train.trl_callback) and the grid planner (suite.analysis.grid) both use it."""
+    (suite.train.trl_callback) and the grid planner (suite.analysis.grid) both use it.
+
+    Args: `policy`, `adapter`, `settings`, `engine` (the profile), `max_prompt_tokens`.
+    Returns the bound in FLOPs.
+    """
     n = settings.group_size * settings.prompts_per_step
     if reward_model is not None and reward_tokens is None:
         reward_tokens = reward_tokens_bound(max_prompt_tokens, settings.max_completion_tokens)
@@ -224,7 +233,12 @@ def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prom
                completion_tokens: float, engine: str = "generic", attention: str = "causal",
                reward_model: ModelSpec | None = None, reward_tokens: float | None = None) -> StepFlops:
     """work_from_means + phase_flops for one step. With a reward model and no reward_tokens,
-    the reward model scores `reward_tokens_of` (prompt + completion) tokens per sequence."""
+    the reward model scores `reward_tokens_of` (prompt + completion) tokens per sequence.
+
+    Args: `policy`, `adapter`, `settings`; `prompt_tokens` and `completion_tokens`, the mean
+    lengths; `engine`, `attention`, `reward_model`, `reward_tokens`. Returns the StepFlops (work,
+    flops per phase, tokens).
+    """
     if reward_model is not None and reward_tokens is None:
         reward_tokens = reward_tokens_of(prompt_tokens, completion_tokens)
     if reward_model is None:

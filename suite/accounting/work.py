@@ -301,6 +301,8 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     policy, reward_model: the specs, when their architecture needs more than the base statistics
     (sliding windows, latent or linear attention, MoE forward calls: `Needs`); dense
     full-attention models need none.
+
+    Returns the work (a Work: statistic name -> integer, built for `engine`).
     """
     prof = get_engine(engine)
     comps = _check_lengths(list(completion_lengths), "completion_lengths")
@@ -339,7 +341,11 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
     """Work of one GRPO step (a generation batch of K*B completions and mu updates) when every
     prompt has `prompt_tokens` and every completion `completion_tokens` tokens (means may be
     fractional; each work entry is rounded to an integer). reward_tokens: tokens per sequence
-    scored by a reward model, None for rule rewards."""
+    scored by a reward model, None for rule rewards.
+
+    settings: the GRPO settings; engine: the profile the work is built for. Returns the work (a
+    Work built for `engine`).
+    """
     prof = get_engine(engine)
     (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False, scalar=True)
     (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False, scalar=True)
@@ -378,7 +384,10 @@ def add_work(*works: dict) -> Work:
 
 def tokens_from_work(work: dict) -> dict:
     """Tokens per phase, as ledgers and reports write them: rollout_prompt, rollout_completion,
-    update (real prompt+completion tokens per iteration), reward."""
+    update (real prompt+completion tokens per iteration), reward.
+
+    Args: `work`, the work statistics. Returns the token counts per phase.
+    """
     return {"rollout_prompt": work.get("count.rollout_prompt", 0),
             "rollout_completion": work.get("count.rollout_completion", 0),
             "update": work.get("count.update", 0), "reward": work.get("count.reward", 0)}

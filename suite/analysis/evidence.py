@@ -75,7 +75,7 @@ class Run:
     """LoRA rank (`adapter.rank`; 0 for full fine-tuning)."""
     group_size: int
     """K, completions per prompt (`grpo.group_size`)."""
-    mu: int
+    num_iterations: int
     """Optimizer steps per generation batch (`grpo.num_iterations`)."""
     seed: int
     """Trainer seed (`run.seed`)."""
@@ -167,7 +167,8 @@ def read_run(folder: Path, root: Path) -> Run | None:
                                  {(_base(t), m): x for (t, m), x in got.items()}, {_base(t): v for t, v in got_ids.items()}))
     return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
                reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
-               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")), mu=rep.num_iterations,
+               lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")),
+               num_iterations=rep.num_iterations,
                seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
                completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values,
                ids=ids, curve=tuple(curve))

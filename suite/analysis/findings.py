@@ -77,7 +77,7 @@ class Point:
     """LoRA rank."""
     group_size: int
     """K."""
-    mu: int
+    num_iterations: int
     """Optimizer steps per generation batch."""
     p: float
     """Mean update share over seeds."""
@@ -153,8 +153,8 @@ def analyse(runs: Sequence[Run], settings: Settings = Settings()) -> Analysis:
             targets[target] = x.shape[1]
             mean = lambda f: float(np.mean([f(r) for r in members]))  # noqa: E731
             points[first.condition(target, metric)].append(Point(
-                label=first.label, lora_rank=first.lora_rank, group_size=first.group_size, mu=first.mu,
-                p=mean(lambda r: r.p), reward_share=mean(lambda r: r.reward_share),
+                label=first.label, lora_rank=first.lora_rank, group_size=first.group_size,
+                num_iterations=first.num_iterations, p=mean(lambda r: r.p), reward_share=mean(lambda r: r.reward_share),
                 total_flops=mean(lambda r: r.flops), steps=mean(lambda r: r.steps),
                 completions=mean(lambda r: r.completions), n=len(members), score=float(x.mean()),
                 replicates=rs.means(x, target=target, group=name), runs=tuple(r.path for r in members)))
@@ -184,7 +184,8 @@ def condition_summary(cond: Condition, points: Sequence[Point], level: float) ->
     return {
         "name": cond.name(), "condition": cond.to_dict(), "best": top.label,
         "prob_best": rounded(pb[points.index(top)]),
-        "allocations": [{"label": x.label, "lora_rank": x.lora_rank, "K": x.group_size, "mu": x.mu, "p": rounded(x.p),
+        "allocations": [{"label": x.label, "lora_rank": x.lora_rank, "group_size": x.group_size,
+                         "num_iterations": x.num_iterations, "p": rounded(x.p),
                          "reward_share": rounded(x.reward_share), "steps": rounded(x.steps, 1),
                          "completions": rounded(x.completions, 1), "seeds": x.n,
                          "score": estimate(x.score, x.replicates, level).to_dict(), "prob_best": rounded(pb[i])}

@@ -175,7 +175,10 @@ def _read(file: Path, shown: str) -> Report:
 
 
 def load(directory: str | os.PathLike) -> Pilot:
-    """Every report.json under `directory` (recursive), read into cells. Errors name the file."""
+    """Every report.json under `directory` (recursive), read into cells. Errors name the file.
+
+    Args: `directory`, the folder of run folders. Returns the Pilot (cells, reports, unevaluated).
+    """
     root = Path(directory)
     if not root.is_dir():
         raise RaceError(f"{root}: no such directory", "pass the folder that holds the grid's run folders")
@@ -261,7 +264,11 @@ def compute_frontier(points: Sequence[tuple[float, float]]) -> list[tuple[int, b
 
 
 def frontier(cells: Iterable[Cell]) -> list[FrontierRow]:
-    """Best observed allocation per condition, never pooled across conditions."""
+    """Best observed allocation per condition, never pooled across conditions.
+
+    Args: `cells`, the evaluated cells (load_pilot). Returns one FrontierRow per condition
+    (model size, budget band, reward system, evaluation target and metric): its best allocation.
+    """
     rows = []
     for cond, cs in by_condition(cells).items():
         allocs = allocations(cs)
@@ -317,7 +324,10 @@ class Move:
 
 def moves(rows: list[FrontierRow]) -> list[Move]:
     """How p* moves between conditions that differ in exactly one factor (model size, budget,
-    reward system, evaluation). Pairs are adjacent in sorted order of that factor."""
+    reward system, evaluation). Pairs are adjacent in sorted order of that factor.
+
+    Args: `rows`, the frontier (allocation_frontier). Returns one Move per such pair.
+    """
     out = []
     for factor, show in FACTORS.items():
         lines: dict[tuple, list[FrontierRow]] = defaultdict(list)

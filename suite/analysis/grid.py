@@ -93,7 +93,8 @@ class Grid:
     band: float
     """Relative band width: a cell of budget B must land in [B * (1 - band), B]."""
     allocations: Mapping[str, Mapping[str, Any]]
-    """Allocation label -> cell knobs (lora_rank, group_size/K, num_iterations/mu, ...)."""
+    """Allocation label -> cell knobs (lora_rank, group_size, num_iterations, ...), under their
+    canonical names (a grid file may use the cell's aliases: K, mu, ...)."""
     rewards: Mapping[str, Mapping[str, Any]]
     """Reward name -> {system: ..., options...} (suite.train.rewards)."""
     seeds: tuple[int, ...]
@@ -197,7 +198,11 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     d = schemas.numbers_parsed(d, schemas.GRID)
     schemas.check_spec(d, schemas.GRID, where)
     budgets = tuple(d["budgets"] if isinstance(d["budgets"], list) else [d["budgets"]])
-    allocations = {str(label): dict(knobs or {}) for label, knobs in d["allocations"].items()}
+    from ..train.cell import canonical_fields
+
+    # Canonical names before cell fields and an allocation's knobs merge (K over group_size).
+    allocations = {str(label): canonical_fields(knobs or {}, f"{where}: allocation {label}")
+                   for label, knobs in d["allocations"].items()}
     rewards = {}
     for rname, r in (d["rewards"].items() if isinstance(d["rewards"], Mapping) else ((x, x) for x in d["rewards"])):
         r = {"system": r} if isinstance(r, str) else dict(r or {})
@@ -219,7 +224,7 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
     profile = str(d.get("engine_profile", "trl-cpu"))
     get_engine(profile)
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
-                cell=dict(d.get("cell") or {}), models={str(k): str(v) for k, v in d["models"].items()},
+                cell=canonical_fields(d.get("cell") or {}, f"{where}: cell"), models={str(k): str(v) for k, v in d["models"].items()},
                 budgets=tuple(int(b) for b in budgets), band=float(d.get("band", DEFAULT_BAND)),
                 raise_budgets=float(d.get("raise_budgets", 1.0)), allocations=allocations, rewards=rewards,
                 seeds=tuple(seeds if isinstance(seeds, list) else [seeds]),
@@ -264,7 +269,8 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
 
 
 def load(path: str | os.PathLike) -> Grid:
-    """Read and check a grid file. A missing file or bad YAML raises RaceError naming it."""
+    """Read and check a grid file (`path`, tasks/grids/*.yaml); returns the Grid. A missing file
+    or bad YAML raises RaceError naming it."""
     p, data = read_yaml(path, "grid")
     return grid_from_dict(data, name=p.stem, base=p.parent.resolve(), source=str(p))
 
@@ -318,10 +324,10 @@ def prompt_stats(tokenizer: str, dataset: str) -> PromptStats:
     bounds the budget with)."""
     from transformers import AutoTokenizer
 
-    from ..train.run import load_rows, prompt_messages
+    from ..train.datasets import load, prompt_messages
 
     tok = AutoTokenizer.from_pretrained(tokenizer)
-    rows = load_rows(dataset)
+    rows = load(dataset)
     enc = tok.apply_chat_template([prompt_messages(r["question"]) for r in rows], add_generation_prompt=True,
                                   tokenize=True, return_dict=True)
     lengths = [len(x) for x in enc["input_ids"]]
@@ -464,7 +470,11 @@ class GridPlan:
 
 def plan_grid(g: Grid, *, engine: str | None = None) -> GridPlan:
     """Expand, fit and plan a grid: what `race grid` and `race quickstart` run. RaceError when a
-    cell cannot reach its band even after raising."""
+    cell cannot reach its band even after raising.
+
+    Args: `g`, the Grid (load_grid); `engine`, the engine profile to price with. Returns the
+    GridPlan (cells, the planned grid, notes on raised budgets).
+    """
     engine = engine or g.engine_profile
     cells = expand(g)
     stats = prompt_stats_of(cells)
@@ -475,7 +485,10 @@ def plan_grid(g: Grid, *, engine: str | None = None) -> GridPlan:
 
 
 def plan_table(planned: Sequence[PlannedCell]) -> str:
-    """The plan as a fixed-width text table."""
+    """The plan as a fixed-width text table.
+
+    Args: `planned`, the planned cells (plan_grid(...).cells). Returns the table.
+    """
     head = f"{'cell':<40}{'budget':>9}{'FLOPs/gen':>12}{'steps':>7}{'p':>7}{'reward':>8}"
     lines = [head, "-" * len(head)]
     for pc in planned:

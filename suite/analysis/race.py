@@ -227,7 +227,12 @@ def regime_name(side: str, reward_share: float, threshold: float) -> str:
 def diagnose_points(points: Iterable[Allocation], *, feedback_threshold: float = FEEDBACK_THRESHOLD,
                     centre: float | None = None) -> Diagnosis:
     """RACE on one condition's allocations. `centre` overrides the grid centre (validation
-    measures sub-grids against the full grid's centre)."""
+    measures sub-grids against the full grid's centre).
+
+    Args: `points`, the condition's allocations (p, score, reward share, ...);
+    `feedback_threshold`, the reward share from which the regime is feedback-heavy. Returns the
+    Diagnosis: fits, chosen model, p-hat, fallback, regime, region.
+    """
     pts = tuple(sorted(points, key=lambda a: (a.p, a.label, a.lora_rank)))
     if not pts:
         raise RaceError("no allocations to diagnose", "pass the cells of one condition")
@@ -593,7 +598,10 @@ def _validation_lines(name: str, v: dict) -> list[str]:
 
 
 def summary(doc: dict) -> str:
-    """The readable summary (Markdown) of a race.json document, limits included."""
+    """The readable summary (Markdown) of a race.json document, limits included.
+
+    Args: `doc`, the race.json document (diagnose). Returns the Markdown text.
+    """
     s = doc["settings"]
     lines = ["# RACE diagnosis", "",
              "RACE is a **diagnostic, not an optimizer**: read the regimes below as where to look, "

@@ -48,7 +48,7 @@ def cell_rates(reports: Mapping[str, Path], ceiling: float | None = None,
             r = read_report(path, check=False)
         except RaceError:
             continue
-        seconds = r.doc["totals"].get("seconds") or {}
+        seconds = r.seconds
         rates = achieved(r.flops, seconds)
         out.append(CellRate(cell, r.steps, sum(seconds.get(ph, 0.0) for ph in PHASES), rates,
                             utilization(rates, ceiling) if ceiling else {},

@@ -323,16 +323,21 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
         cmp.verl_estimator_update, cmp.verl_mfu_update = verl_est, mfu_flops
         cmp.peak_flops = peak_tflops * 1e12
 
-    doc = build_report(ledger_path, spec, report_dir=out, provenance=Provenance(
+    report = build_report(ledger_path, spec, report_dir=out, provenance=Provenance(
         "imported", recorder=f"race import {engine}", steps=steps[-1].step, source=source))
-    write_report(report_path, doc)
+    write_report(report_path, report)
     write_json_atomic(cmp_path, cmp.to_dict())
-    return ImportResult(ledger_path, report_path, cmp_path, doc, cmp)
+    return ImportResult(ledger_path, report_path, cmp_path, report.doc, cmp)
 
 
 def import_verl(metrics: str | Path, cell: "CellSpec", out: str | Path, *, engine_version: str = "0.9.1",
                 force: bool = False, peak_tflops: float = DEFAULT_PEAK_TFLOPS) -> ImportResult:
-    """verl file-logger JSON Lines -> ledger, report (engine profile 'verl') and comparison."""
+    """verl file-logger JSON Lines -> ledger, report (engine profile 'verl') and comparison.
+
+    Args: `metrics`, the file logger's JSON Lines; `cell`, the run's CellSpec; `out`, the folder
+    to write into; `peak_tflops`, the accelerator's peak for verl's MFU figure. Returns the
+    ImportResult (ledger, report and comparison paths, the report document, the comparison).
+    """
     steps = read_verl_log(metrics)
     notes = (f"Imported from verl's file logger ({Path(metrics).name}) by race import verl: per-step mean prompt "
              "and response lengths priced by suite.accounting (profile verl); attention work assumes every "
@@ -344,7 +349,12 @@ def import_verl(metrics: str | Path, cell: "CellSpec", out: str | Path, *, engin
 
 def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_version: str | None = None,
                engine_profile: str = "trl", force: bool = False) -> ImportResult:
-    """TRL trainer_state.json log_history -> ledger and report (engine profile 'trl' by default)."""
+    """TRL trainer_state.json log_history -> ledger and report (engine profile 'trl' by default).
+
+    Args: `state`, the trainer_state.json (or its folder); `cell`, the run's CellSpec; `out`, the
+    folder to write into. Returns the ImportResult (ledger, report and comparison paths, the report
+    document).
+    """
     steps = read_trl_state(state, cell)
     if engine_version is None:
         from importlib.metadata import PackageNotFoundError, version

@@ -163,29 +163,23 @@ def launch_command(overrides: Sequence[str], metrics_path: str | None = None) ->
 
 
 def write_dataset(source: str | Path, dest: str | Path) -> int:
-    """Convert a suite dataset (JSON Lines / JSON / parquet rows with question, answer and
-    optional solution) into verl's RL parquet format, atomically; returns the row count.
+    """Convert a cell's dataset (read by the one loader, suite.train.datasets.load: the embedded
+    format, GSM8K, MATH-500, Polaris-53K or MATH; JSON Lines, JSON or parquet) into verl's RL
+    parquet format, atomically; returns the row count.
 
     Each row: data_source, prompt (chat messages), ability, reward_model.ground_truth (the gold
-    answer, what suite/integrations/verl_reward.py compares against) and extra_info (index, question,
-    solution for the dense reward)."""
+    final answer, what suite/integrations/verl_reward.py compares against) and extra_info (index,
+    question, solution for the dense reward)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ..train.datasets import prompt_messages, read_records
+    from ..train.datasets import load, prompt_messages
 
     source, dest = Path(source), Path(dest)
-    rows = []
-    for i, rec in enumerate(read_records(source)):
-        if "question" not in rec or "answer" not in rec:
-            raise RaceError(f"{source}: record {i} lacks 'question' or 'answer'",
-                            "a cell's dataset has one problem per line with question and answer")
-        rows.append({"data_source": f"race/{source.stem}", "prompt": prompt_messages(str(rec["question"])),
-                     "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(rec["answer"])},
-                     "extra_info": {"index": i, "question": str(rec["question"]),
-                                    "solution": str(rec.get("solution") or "")}})
-    if not rows:
-        raise RaceError(f"{source}: no rows to convert")
+    rows = [{"data_source": f"race/{source.stem}", "prompt": prompt_messages(r["question"]), "ability": "math",
+             "reward_model": {"style": "rule", "ground_truth": r["answer"]},
+             "extra_info": {"index": i, "question": r["question"], "solution": r["solution"] or ""}}
+            for i, r in enumerate(load(source))]
     with atomic_path(dest) as tmp:
         pq.write_table(pa.Table.from_pylist(rows), tmp)
     return len(rows)

@@ -83,7 +83,7 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
     """One grid job (module level so worker processes can import it): train the cell into
     `out` (resuming from its checkpoint when a ledger is already there), declare its band in
     the report, then evaluate it. Each stage is skipped when its output exists. Returns the
-    report's totals."""
+    report's FLOPs per phase and its steps."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.json"
@@ -116,7 +116,7 @@ def run_and_evaluate(spec, out: str, band: tuple[int, int], ev: EvalPlan, thread
     from ..record.report import read_report
 
     done = read_report(report)
-    return {"totals": done.doc["totals"], "steps": done.steps}
+    return {"flops": done.flops, "steps": done.steps}
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,11 @@ def run(planned: Sequence[PlannedCell], out: str | os.PathLike, ev: EvalPlan, *,
     cluster and per-cell GPU reservation).
     Finished cells (a report with evaluations for every target) are skipped; a cell that
     crashed resumes from its checkpoint. A failed cell does not stop the others; failures are
-    returned (and their tracebacks written to the cell's error.txt)."""
+    returned (and their tracebacks written to the cell's error.txt).
+
+    Args: `planned` (plan_grid(...).cells), `out`, `ev` (the grid's evaluation plan,
+    Grid.evaluation). Returns the GridResult (ran, skipped, failed, job seconds, wall time).
+    """
     import time
 
     from .executors import Job, Resources, resolve_workers, run_jobs

@@ -137,13 +137,12 @@ def _site(reports: Sequence[Path], out: Path) -> tuple[Path, list[str]]:
     for r in reports:
         # Every run's ledger is called ledger.jsonl; the submissions folder stores a ledger at the
         # report's relative ledger.path, so each report is staged with a ledger path of its own.
-        doc = read_report(r).doc
+        report = read_report(r)
         stage = staging / r.parent.name
         rel = f"ledgers/{r.parent.name}.jsonl"
         (stage / "ledgers").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(r.parent / doc["ledger"]["path"], stage / rel)
-        doc["ledger"]["path"] = rel
-        write_report(stage / "report.json", doc)
+        shutil.copyfile(r.parent / report.ledger_path, stage / rel)
+        write_report(stage / "report.json", report.with_ledger_path(rel))
         try:
             leaderboard.submit(stage / "report.json", folder)
         except leaderboard.SubmissionRefused as e:
@@ -158,7 +157,10 @@ def quickstart(out: str | os.PathLike, *, grid_file: str | os.PathLike | None = 
                workers: int | str = 1, threads: int | None = None, progress: bool = True, site: bool = True,
                plots: bool = True) -> Quickstart:
     """Run the quickstart pilot grid into `out` and everything downstream of it (see module doc).
-    Rerunning resumes: evaluated cells are skipped."""
+    Rerunning resumes: evaluated cells are skipped.
+
+    Returns the Quickstart (the grid's result, the diagnosis, the files written).
+    """
     from dataclasses import replace
 
     from ..analysis import frontier, grid, race
@@ -247,7 +249,10 @@ def findings(qs: Quickstart) -> list[str]:
 
 
 def summary_text(qs: Quickstart) -> str:
-    """Everything the command prints at the end: table, findings, files written."""
+    """Everything the command prints at the end: table, findings, files written.
+
+    Args: `qs`, what quickstart returned. Returns the text.
+    """
     limited = sorted({t.split(":", 1)[1] for t in qs.targets if ":" in t})
     lines = ["", f"{len(qs.rows)} cells: {qs.ran} run now, {qs.skipped} already evaluated", "", table(qs)]
     if limited:

@@ -676,13 +676,33 @@ class Ledger:
 def read_ledger(path: str | os.PathLike, *, strict: bool = True) -> Ledger:
     """Read every complete record of a ledger. A torn last line is in `.torn` (not an error);
     a bad line in the middle raises RaceError when strict, else it is listed in `.problems`.
-    For huge ledgers iterate `LedgerReader(path)` instead (constant memory)."""
+    For huge ledgers iterate `LedgerReader(path)` instead (constant memory).
+
+    Args: `path`, the ledger; `strict`. Returns the Ledger (records, torn, problems, sha256).
+    """
     reader = LedgerReader(Path(path), strict=strict)
     records = list(reader)
     return Ledger(reader.path, records, reader.torn, list(reader.problems), reader.sha256)
 
 
+def first_record(path: str | os.PathLike) -> dict | None:
+    """The first line of a file as a ledger record, read alone (a ledger can be huge; a report
+    file is not read past its first line); None when the file cannot be read or that line is
+    not a well-formed record."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(jsonstrict.MAX_LINE_BYTES + 1)
+        rec = jsonstrict.loads(line, max_depth=None)
+    except (OSError, jsonstrict.JSONInputError):
+        return None
+    return rec if record_problem(rec) is None else None
+
+
 def iter_ledger(path: str | os.PathLike, *, strict: bool = True) -> LedgerReader:
-    """A streaming reader over a ledger's complete records (see LedgerReader)."""
+    """A streaming reader over a ledger's complete records (see LedgerReader).
+
+    Args: `path`, the ledger; `strict`, raise at a bad middle line. Returns the LedgerReader to
+    iterate (constant memory).
+    """
     return LedgerReader(Path(path), strict=strict)
 

@@ -28,7 +28,10 @@ def schema_text(name: str) -> str:
 
 
 def schema(name: str) -> dict:
-    """The parsed schema `name` (report, ledger or race)."""
+    """The parsed schema `name` (report, ledger or race).
+
+    Returns a copy of the JSON Schema as a dict.
+    """
     import copy
 
     return copy.deepcopy(schemas.load(_file(name)))

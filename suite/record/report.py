@@ -4,15 +4,16 @@ this one module (nothing else parses or writes report.json).
 
 The JSON Schema `schemas/report-v1.schema.json` is the contract; this module follows it.
 
-- `build_report(ledger, spec)` streams the ledger once (constant memory), sums tokens, work,
-  FLOPs and seconds per phase, hashes the file, and writes the identity of everything needed
-  to recompute the FLOPs (policy and reward-model specs, adapter, GRPO settings, engine
-  profile, attention convention).
+- `build_report(ledger, spec, provenance=...)` streams the ledger once (constant memory), sums
+  tokens, work, FLOPs and seconds per phase, hashes the file, and writes the identity of
+  everything needed to recompute the FLOPs (policy and reward-model specs, adapter, GRPO
+  settings, engine profile, attention convention), with how the ledger was made (no default).
+  It returns a `Report`, as `build_estimate` and `read_report` do.
 - `read_report(path)` reads one strictly (size limit, UTF-8, no NaN, no duplicate keys) and,
   by default, checks it against the schema; `Report` is what it returns: the document with
   typed access to what readers use (every report reader -- frontiers, the site, the
   quickstart summary, the benchmark figures -- reads its numbers through it).
-- `write_report(path, doc)` and `update_report(path, change)` write atomically, schema-checked.
+- `write_report(path, report)` and `update_report(path, change)` write atomically, schema-checked.
 """
 
 from __future__ import annotations
@@ -236,8 +237,8 @@ class Report:
 
     @property
     def seconds(self) -> dict[str, float]:
-        """totals.seconds: wall seconds per phase."""
-        return dict(self.get("totals.seconds"))
+        """totals.seconds: wall seconds per phase; {} when the report records none."""
+        return dict(self._section("totals").get("seconds") or {})
 
     @property
     def completions(self) -> int:
@@ -269,6 +270,19 @@ class Report:
         if "ledger" not in self.doc and self.provenance_method == "estimated":
             return None
         return self.get("ledger")
+
+    @property
+    def ledger_path(self) -> str | None:
+        """ledger.path (relative to the report's folder); None when the report has no ledger."""
+        path = self._section("ledger").get("path")
+        return path if isinstance(path, str) else None
+
+    def with_ledger_path(self, path: str) -> dict:
+        """A copy of the document whose ledger.path is `path` (its sha256 and records unchanged):
+        the report as stored in another folder, its ledger copied beside it under that name."""
+        if not isinstance(self.doc.get("ledger"), dict):
+            raise RaceError(f"{self.name}: the report has no ledger to move", CHECK_HINT)
+        return {**self.doc, "ledger": {**self.doc["ledger"], "path": path}}
 
     # ---- how it was obtained ------------------------------------------------------------------
 
@@ -368,7 +382,10 @@ def read_report(path: str | os.PathLike, *, check: bool = True, name: str | None
     """Read a report file strictly (size limit, UTF-8, no NaN, no duplicate keys) and, when
     `check`, against the report schema. `name` is how messages name the file (default: the
     path as given). Raises UnreadableReport (a RaceError) for a file that is not strict JSON,
-    RaceError for one that breaks the schema."""
+    RaceError for one that breaks the schema.
+
+    Returns the Report.
+    """
     path = Path(path)
     name = name or str(path)
     try:
@@ -389,8 +406,13 @@ def read_report(path: str | os.PathLike, *, check: bool = True, name: str | None
 # Writing
 
 
-def write_report(path: str | os.PathLike, doc: Mapping[str, Any]) -> Path:
-    """Check `doc` against the report schema and write it to `path` atomically."""
+def write_report(path: str | os.PathLike, report: "Report | Mapping[str, Any]") -> Path:
+    """Check a report (a `Report`, or its document) against the report schema and write it to
+    `path` atomically.
+
+    Returns the path written.
+    """
+    doc = report.doc if isinstance(report, Report) else report
     schemas.check_report(doc)
     return write_json_atomic(path, doc)
 
@@ -525,19 +547,27 @@ def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: st
     return doc
 
 
-def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *,
+def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *, provenance: Provenance,
                  report_dir: str | os.PathLike | None = None, created: str | None = None,
-                 evaluations: list[Mapping[str, Any]] | None = None, notes: str | None = None, warn=None,
-                 provenance: Provenance | None = None) -> dict:
-    """Build a report v1 dict from a ledger and its run spec, streaming the ledger once.
+                 evaluations: list[Mapping[str, Any]] | None = None, notes: str | None = None,
+                 warn=None) -> Report:
+    """Build a report v1 from a ledger and its run spec, streaming the ledger once.
 
-    The ledger path is stored relative to `report_dir` (default: the ledger's folder). A torn
-    last line is left out of the totals and reported through `warn(message)` (default: a
-    Python warning); a malformed line or a step that does not increase raises RaceError.
-    `evaluations` (rows {target, metric, value, n, ...}) are added to the spec's own; `notes`
-    goes into run.notes (default: the spec's). `provenance` says how the ledger was made
-    (default: measured, a per-step ledger; its steps default to the spec's declared steps).
-    The result is checked against the report schema before it is returned."""
+    `provenance` says how the ledger was made (measured: a live per-step ledger; imported:
+    rebuilt from an engine's log), always by the caller: the strongest claim is never a
+    default. Its steps default to the spec's declared steps. The ledger path is stored relative
+    to `report_dir` (default: the ledger's folder). A torn last line is left out of the totals
+    and reported through `warn(message)` (default: a Python warning); a malformed line or a step
+    that does not increase raises RaceError. `evaluations` (rows {target, metric, value, n, ...})
+    are added to the spec's own; `notes` goes into run.notes (default: the spec's). The
+    document is checked against the report schema before the Report is returned.
+
+    Args: `ledger_path`, the ledger.jsonl; `run_spec`, its RunSpec (or the mapping of one).
+    Returns the Report.
+    """
+    if not isinstance(provenance, Provenance) or provenance.method == "estimated":
+        raise RaceError("build_report needs the provenance of its ledger: Provenance('measured', ...) or "
+                        "Provenance('imported', ...)", "an estimate has no ledger: build_estimate")
     from .ledger import LedgerSummary
 
     spec = run_spec if isinstance(run_spec, RunSpec) else RunSpec.from_dict(run_spec)
@@ -557,18 +587,22 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
             warn(msg)
     base = Path(report_dir) if report_dir is not None else ledger_path.parent
     rel = Path(os.path.relpath(ledger_path.resolve(), base.resolve())).as_posix()
-    return _document(spec, totals_from(s.flops, s.tokens, s.work, s.records, s.seconds),
-                     provenance or Provenance("measured", recorder="race report (a per-step ledger)"),
-                     run_id=spec.id or spec.label or ledger_path.resolve().parent.name or "run", created=created,
-                     times=(s.first_time, s.last_time) if s.first_time else None, evaluations=evaluations,
-                     notes=notes, ledger={"path": rel, "sha256": s.sha256, "records": s.records})
+    return Report(_document(spec, totals_from(s.flops, s.tokens, s.work, s.records, s.seconds), provenance,
+                            run_id=spec.id or spec.label or ledger_path.resolve().parent.name or "run",
+                            created=created, times=(s.first_time, s.last_time) if s.first_time else None,
+                            evaluations=evaluations, notes=notes,
+                            ledger={"path": rel, "sha256": s.sha256, "records": s.records}))
 
 
 def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
-                   evaluations: list[Mapping[str, Any]] | None = None) -> dict:
+                   evaluations: list[Mapping[str, Any]] | None = None) -> Report:
     """A report from aggregate numbers (a paper's setup table): every one of the spec's
     declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
-    the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger."""
+    the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger.
+
+    Args: `run_spec` (its `steps` declared), `means` (Means), `created`, `evaluations` as for
+    build_report. Returns the Report (schema-checked).
+    """
     from ..accounting import phase_flops, step_flops, tokens_from_work
 
     spec = run_spec
@@ -593,9 +627,9 @@ def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = Non
     prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
                       means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
                              "reward_tokens": reward_tokens})
-    return _document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
-                     run_id=spec.id or spec.label or "estimate", created=created, times=None,
-                     evaluations=evaluations, notes=None, ledger=None)
+    return Report(_document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
+                            run_id=spec.id or spec.label or "estimate", created=created, times=None,
+                            evaluations=evaluations, notes=None, ledger=None))
 
 
 __all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from ..digest import file_sha256
 from ..errors import RaceError
+from ..record.ledger import LedgerSummary
 from ..record.report import read_report
 from .render import Skip
 
@@ -146,7 +147,11 @@ def submit(report: Path, folder: Path) -> Submitted:
     stored report's `ledger.path` pointing at it (the id hashes the report as stored).
 
     Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one; a report
-    whose content is already submitted. Unreadable input raises RaceError (exit 2)."""
+    whose content is already submitted. Unreadable input raises RaceError (exit 2).
+
+    Args: `report`, the report file; `folder`, the submissions folder. Returns the Submitted
+    (id, stored file, warnings, stored ledger).
+    """
     report, folder = Path(report), Path(folder)
     if not folder.is_dir():
         raise RaceError(f"submissions folder {folder} does not exist", "create it or pass --submissions DIR")
@@ -161,7 +166,7 @@ def submit(report: Path, folder: Path) -> Submitted:
                                 f"fix them and check with `race validate {report.name}` before submitting")
     stored = doc
     if isinstance(doc.get("ledger"), dict):
-        stored = {**doc, "ledger": {**doc["ledger"], "path": stored_ledger_name(doc)}}
+        stored = read.with_ledger_path(stored_ledger_name(doc))
         data = (json.dumps(stored, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     sid = submission_id(stored)
     other = _find_duplicate(folder, sid, submission_id(doc))
@@ -339,8 +344,8 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict
     """Per-step FLOPs of a submission's ledger, read from the report's relative `ledger.path`
     inside the submissions folder (never outside it) when its sha256 matches the report; else
     None and the reason. `cache` (sha256 -> steps) lets one build read each ledger once;
-    `scans` (from suite.validate.shared_ledgers) lends the series the validator already read
-    when every line of that ledger was a good record."""
+    `scans` (from suite.validate.shared_ledgers) lends the series the validator already read.
+    Read by the ledger's one reader (suite.record.ledger): lines that are not records are left out."""
     ref = doc.get("ledger") or {}
     sha = str(ref.get("sha256", ""))
     if cache is not None and sha in cache:
@@ -352,29 +357,11 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict
     if path.stat().st_size > MAX_LEDGER_BYTES:
         return None, "the ledger is larger than the site's limit"
     scanned = (scans or {}).get(path)
-    if scanned is not None and scanned.series is not None and scanned.error is None and not scanned.n_problems:
-        # No bad line: the strict reader's records are exactly the lines a plain parse keeps.
-        if scanned.sha256 != sha:
-            return None, "a ledger file was found but its sha256 does not match the report"
-        return (scanned.series if scanned.records else None), ("" if scanned.records else
-                                                               "the ledger has no complete records")
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha:
+    if scanned is None or scanned.series is None or scanned.error is not None:
+        scanned = LedgerSummary.scan(path, series=True)     # the strict reader: bad lines are left out
+    if scanned.sha256 != sha:
         return None, "a ledger file was found but its sha256 does not match the report"
-    # The bytes are the ones the validator checked (same sha256), so a plain parse is enough for
-    # a chart; lines that do not parse (a torn tail) are left out, as the ledger reader does.
-    steps, flops = [], []
-    for line in data.splitlines():
-        try:
-            rec = json.loads(line)
-            f = rec["flops"]
-            point = {"rollout": int(f["rollout"]), "update": int(f["update"]), "reward": int(f["reward"])}
-            step = int(rec["step"])
-        except (ValueError, TypeError, KeyError):
-            continue
-        steps.append(step)
-        flops.append(point)
-    result = ((steps, flops), "") if steps else (None, "the ledger has no complete records")
+    result = (scanned.series, "") if scanned.records else (None, "the ledger has no complete records")
     if cache is not None:
         cache[sha] = result
     return result

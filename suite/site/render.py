@@ -144,7 +144,7 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         origin="reference cell" if r.reference_cell else "submitted run",
         notes=r.notes,
         hardware=r.hardware,
-        seconds=dict(r.doc["totals"].get("seconds") or {}),
+        seconds=r.seconds,
     )
 
 
@@ -419,12 +419,12 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     page = env.get_template("submission.html.j2")
     for e in entries:
         chart = phase_chart(*e.ledger) if e.ledger else None
-        totals = e.doc["totals"]
-        rates = e.row.flops_per_second
-        peak = e.row.hardware.peak_flops * e.row.hardware.count if e.row.hardware else None
-        phases = [{"name": ph, "flops": totals["flops"][ph], "share": totals["shares"][ph],
-                   "tokens": (totals["tokens"]["rollout_prompt"] + totals["tokens"]["rollout_completion"])
-                   if ph == "rollout" else totals["tokens"][ph], "rate": rates[ph],
+        row = e.row
+        rates = row.flops_per_second
+        peak = row.hardware.peak_flops * row.hardware.count if row.hardware else None
+        phases = [{"name": ph, "flops": row.flops[ph], "share": row.shares[ph],
+                   "tokens": (row.tokens["rollout_prompt"] + row.tokens["rollout_completion"])
+                   if ph == "rollout" else row.tokens[ph], "rate": rates[ph],
                    "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
         sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
                     for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
@@ -432,7 +432,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
                     if k in e.doc]
         _write(out / e.row.page, page.render(
             **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
-            findings=list(e.findings), chart=chart, ledger_name=(e.doc.get("ledger") or {}).get("path", ""),
+            findings=list(e.findings), chart=chart, ledger_name=Report(e.doc, e.filename).ledger_path or "",
             ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
             provenance=e.doc.get("provenance") or {}, rate=rates["total"],
             utilization=rates["total"] / peak if rates["total"] and peak else None))

@@ -101,7 +101,10 @@ def table_record(r: Row) -> dict[str, Any]:
 def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: bool = True) -> str:
     """`race report --format markdown|latex|json REPORT...`: the paper table of report files, in
     the order given. Each report is read strictly and, when `check`, must pass `race validate`
-    (its ledger checked beside it) without error findings: a paper prints only checked numbers."""
+    (its ledger checked beside it) without error findings: a paper prints only checked numbers.
+
+    Args: `paths`, report files; `fmt`, markdown, latex or json. Returns the table as text.
+    """
     from ..record.report import read_report
 
     if fmt not in TABLE_FORMATS:

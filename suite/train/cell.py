@@ -57,7 +57,8 @@ class CellSpec:
     reward: RewardChoice
     """Reward system and its options."""
     dataset: str | None = None
-    """JSON Lines training data: one problem per line with `question` and `answer` (race run needs it)."""
+    """Training data (race run needs it): .jsonl, .json or .parquet problems in the embedded format or
+    as GSM8K, MATH-500, Polaris-53K or MATH publish them (suite.train.datasets)."""
     budget_flops: int | None = None
     """Training FLOP budget: the run stops before the step that would exceed it (race run needs it)."""
     tokenizer: str | None = None
@@ -210,7 +211,8 @@ class CellSpec:
 
     def needs_to_train(self) -> None:
         """RaceError unless the cell has what training needs beyond a description: data and a budget."""
-        for k, what in (("dataset", "the training data (JSON Lines of question/answer)"),
+        for k, what in (("dataset", "the training data (problems as GSM8K, MATH-500, Polaris-53K or the "
+                                    "embedded task publish them)"),
                         ("budget_flops", "the training FLOP budget")):
             if getattr(self, k) is None:
                 raise RaceError(f"{_where(self.name)}: race run needs `{k}`, {what}",
@@ -266,14 +268,29 @@ def _home() -> Path | None:
         return None
 
 
+def canonical_fields(d: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The fields of a cell mapping under their canonical names (the schema's `x-aliases`: K,
+    mu, lr, ... as people write them), nulls left out (not given). Two spellings of one field
+    are a RaceError naming both: one of them would be dropped without a word."""
+    aliases = schemas.load(schemas.CELL)["x-aliases"]
+    spelled: dict[Any, list[Any]] = {}
+    for k, v in d.items():
+        if v is not None:
+            spelled.setdefault(aliases.get(k, k), []).append(k)
+    twice = next((ks for ks in spelled.values() if len(ks) > 1), None)
+    if twice:
+        raise RaceError(f"{where}: {' and '.join(map(str, twice))} name the same field "
+                        f"({aliases.get(twice[0], twice[0])})", "give it once")
+    return {field: d[ks[0]] for field, ks in spelled.items()}
+
+
 def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path | None = None,
                    source: str | None = None, check_paths: bool = True) -> CellSpec:
     """Build a CellSpec from a mapping (a parsed cell file): checked against
     schemas/cell-v1.schema.json, then paths resolved and the reward system looked up. Every
     problem raises RaceError naming the field."""
     if isinstance(d, Mapping):
-        aliases = schemas.load(schemas.CELL)["x-aliases"]
-        d = {aliases.get(k, k): v for k, v in d.items() if v is not None}     # null: not given
+        d = canonical_fields(d, _where(str(d.get("name") or name or "cell")))
         cname = str(d.pop("name", None) or name or "cell")
     else:
         cname = str(name or source)
@@ -343,7 +360,11 @@ def _checked(c: CellSpec) -> CellSpec:
 def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
     """Read a cell YAML file. A missing file, bad YAML, unknown field or (when `check_paths`,
     as training needs) a missing model path raises RaceError naming it. Relative paths resolve
-    from the file's folder either way."""
+    from the file's folder either way.
+
+    Args: `path`, the cell YAML; `check_paths`, whether model and data paths must exist.
+    Returns the CellSpec.
+    """
     from ..record.runspec import read_yaml
 
     from ..paths import shipped
@@ -362,7 +383,10 @@ def load_cell(path: str | os.PathLike, *, check_paths: bool = True) -> CellSpec:
 def load_run_description(path: str | os.PathLike):
     """A run description for `race report --spec`: a cell YAML (the one description every
     command takes) or an older run-spec file (`grpo:`/`adapter:` sections), as a
-    record.runspec.RunSpec. Relative paths resolve from the file's own folder."""
+    record.runspec.RunSpec. Relative paths resolve from the file's own folder.
+
+    Args: `path`, the cell or run-spec YAML. Returns the RunSpec.
+    """
     from ..record.runspec import is_run_spec, load_run_spec, read_yaml
 
     p = Path(path)

@@ -26,12 +26,16 @@ from ..errors import RaceError
 from ..registry import Registry
 from . import arith
 
-#: name -> reward system class.
-REWARD_SYSTEMS: Registry[type] = Registry("reward system")
+#: name -> reward system class; other packages add theirs through the `race.rewards` entry points.
+REWARD_SYSTEMS: Registry[type] = Registry("reward system", group="race.rewards")
 
 
 def reward_system(name: str):
-    """Register a reward-system class under `name`."""
+    """Register a reward-system class under `name`.
+
+    Args: `name`, the system's name (a cell's `reward:`). Returns the class decorator, which
+    returns the class unchanged.
+    """
 
     def register(cls):
         cls.system_name = name
@@ -53,7 +57,10 @@ def get_reward_system(name: str, **options):
 
 
 def completion_text(completion) -> str:
-    """A completion as text: TRL passes strings, or message lists in conversational mode."""
+    """A completion as text: TRL passes strings, or message lists in conversational mode.
+
+    Args: `completion`, a string or a list of chat messages. Returns the assistant text.
+    """
     if isinstance(completion, str):
         return completion
     return "".join(m.get("content", "") for m in completion if m.get("role", "assistant") == "assistant")

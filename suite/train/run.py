@@ -18,7 +18,6 @@ no step is counted twice.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -52,37 +51,22 @@ class RunResult:
 # ---- data ---------------------------------------------------------------------------------------
 
 
-def load_rows(path: str | os.PathLike) -> list[dict]:
-    """Problems of a JSON Lines file: each needs `question` and `answer` (`solution` optional)."""
-    rows = []
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise RaceError(f"cannot read dataset {p}: {e.strerror or e}", "check the cell's dataset path") from None
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RaceError(f"dataset {p} line {i}: not JSON ({e.msg})") from None
-        if not isinstance(r, dict) or "question" not in r or "answer" not in r:
-            raise RaceError(f"dataset {p} line {i}: a problem needs `question` and `answer` fields")
-        rows.append({"question": str(r["question"]), "answer": str(r["answer"]),
-                     "solution": str(r.get("solution") or "")})
-    if not rows:
-        raise RaceError(f"dataset {p} has no problems")
-    return rows
+def training_rows(dataset: str | os.PathLike) -> tuple[list[dict], str]:
+    """(rows, format) of a cell's dataset through the one loader (suite.train.datasets.load: the
+    embedded format, GSM8K, MATH-500, Polaris-53K or MATH; JSON Lines, JSON or parquet). Rows
+    hold the columns TRL passes to the reward systems: question, answer (the gold final
+    answer), solution ("" when the format has none)."""
+    from .datasets import load
 
-
-def prompt_messages(question: str) -> list[dict]:
-    """The policy prompt of a problem: one user turn (TRL applies the chat template)."""
-    return [{"role": "user", "content": question}]
+    rows = load(dataset)
+    return [{"question": r["question"], "answer": r["answer"], "solution": r["solution"] or ""}
+            for r in rows], rows[0]["source"]
 
 
 def longest_prompt(tokenizer, rows: list[dict]) -> int:
     """Tokens of the dataset's longest prompt after the chat template (the budget bound)."""
+    from .datasets import prompt_messages
+
     enc = tokenizer.apply_chat_template([prompt_messages(r["question"]) for r in rows], add_generation_prompt=True,
                                         tokenize=True, return_dict=True)
     return max(len(x) for x in enc["input_ids"])
@@ -143,7 +127,7 @@ def prepare(cell: CellSpec) -> dict:
     reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))
     reward_model = load_spec(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
     tokenizer = AutoTokenizer.from_pretrained(cell.tokenizer or cell.policy)
-    rows = load_rows(cell.dataset)
+    rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
     device = _device(cell)
     engine = "trl" if device == "cuda" else "trl-cpu"
@@ -156,7 +140,7 @@ def prepare(cell: CellSpec) -> dict:
                         f"raise budget_flops to at least {first:.3e}, or shrink K, prompts_per_step or "
                         f"max_completion_tokens")
     return {"policy": policy, "reward": reward, "reward_model": reward_model, "tokenizer": tokenizer,
-            "rows": rows, "longest_prompt": longest, "device": device, "engine": engine,
+            "rows": rows, "data_format": data_format, "longest_prompt": longest, "device": device, "engine": engine,
             "first_step_bound": first}
 
 
@@ -226,6 +210,7 @@ def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = Fals
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, PrinterCallback
 
+    from .datasets import with_prompts
     from .trl_callback import RaceLedger
 
     out = Path(out)
@@ -240,7 +225,7 @@ def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = Fals
 
         peft_config = LoraConfig(r=cell.lora_rank, lora_alpha=cell.adapter().alpha,
                                  target_modules=list(cell.lora_targets), lora_dropout=0.0, task_type="CAUSAL_LM")
-    data = Dataset.from_list([{"prompt": prompt_messages(r["question"]), **r} for r in prep["rows"]])
+    data = Dataset.from_list(with_prompts(prep["rows"]))
     steps_cap = max_steps or cell.max_steps or UNLIMITED_STEPS
     trainer = _trainer_class()(model=model, reward_funcs=[prep["reward"]], args=grpo_config(cell, out, device, steps_cap),
                                train_dataset=data, processing_class=prep["tokenizer"], peft_config=peft_config)
@@ -260,7 +245,12 @@ def build_trainer(cell: CellSpec, out: str | os.PathLike, *, resume: bool = Fals
 
 def run_cell(cell: CellSpec | str | os.PathLike, out: str | os.PathLike, *, resume: bool = False,
              max_steps: int | None = None, progress: bool = True, threads: int | None = None) -> RunResult:
-    """Train a cell into `out` until its budget (or max_steps) is spent; see the module doc."""
+    """Train a cell into `out` until its budget (or max_steps) is spent; see the module doc.
+
+    Args: `cell`, a CellSpec or its YAML file; `out`, the run folder; `resume`, `max_steps`,
+    `progress`, `threads` (torch CPU threads). Returns the RunResult (steps, FLOPs per phase,
+    whether the budget stopped it, the report).
+    """
     out = Path(out)
     if resume:
         saved = out / CELL_FILE

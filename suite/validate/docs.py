@@ -12,9 +12,10 @@ RULES_END = "<!-- rules:end -->"
 
 
 def rules_markdown() -> str:
-    """One section per rule: ID, title, severity, scope and its docstring."""
+    """One section per rule of the suite (not of an installed plugin): ID, title, severity,
+    scope and its docstring."""
     out = []
-    for r in ordered():
+    for r in (r for r in ordered() if r.fn.__module__.startswith("suite.")):
         out.append(f"### {r.id} — {r.title}\n\n*{r.severity}*, checks the {r.scope}\n\n{r.doc}\n")
     return "\n".join(out)
 

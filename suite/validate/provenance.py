@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..record.ledger import first_record
 from .registry import Issue, rule
 
 MIN_IDENTICAL = 3
@@ -84,19 +85,6 @@ def declared_steps(ctx) -> Iterable[Issue]:
                     f"{declared:,} optimizer steps (provenance.steps)", hint)
 
 
-def _first_record(path) -> dict | None:
-    """The first line of a ledger as a record, read alone (a ledger can be huge)."""
-    from .. import jsonstrict
-
-    try:
-        with open(path, "rb") as f:
-            line = f.readline(jsonstrict.MAX_LINE_BYTES + 1)
-        rec = jsonstrict.loads(line)
-    except (OSError, jsonstrict.JSONInputError):
-        return None
-    return rec if isinstance(rec, dict) else None
-
-
 @rule("PROV-003", title="an estimate from means is presented as a measurement", requires=("totals", "ledger"))
 def dressed_estimate(ctx) -> Iterable[Issue]:
     """A measured (or imported) ledger records what each step really did, and real steps differ:
@@ -109,8 +97,8 @@ def dressed_estimate(ctx) -> Iterable[Issue]:
     s = _ledger(ctx)
     if s is None or s.records < MIN_IDENTICAL or s.problems or s.torn is not None:
         return
-    first = _first_record(ctx.ledger_path)
-    if first is None or not isinstance(first.get("work"), dict) or not isinstance(first.get("tokens"), dict):
+    first = first_record(ctx.ledger_path)
+    if first is None:
         return
     n = s.records
     same = all(s.tokens.get(k, 0) == n * v for k, v in first["tokens"].items()) \

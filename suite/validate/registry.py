@@ -62,8 +62,9 @@ class Rule:
         return inspect.cleandoc(self.fn.__doc__ or "")
 
 
-RULES: Registry[Rule] = Registry("rule id", loader="suite.validate.runner")
-"""Every rule by ID; suite.validate.runner imports the rule modules that fill it, when first looked at."""
+RULES: Registry[Rule] = Registry("rule id", loader="suite.validate.runner", group="race.rules")
+"""Every rule by ID; suite.validate.runner imports the rule modules that fill it, when first looked at,
+and other packages add theirs through the `race.rules` entry points."""
 
 # Run (and list) order: the schema decides which sections later rules may read.
 FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "PROV", "PHYS", "CURVE", "PLAUS", "INTERNAL")
@@ -79,6 +80,11 @@ def ordered(scope: str | None = None) -> list[Rule]:
 def rule(rule_id: str, *, title: str, severity: Severity = "error", scope: str = "report",
          requires: Iterable[str] = ()):
     """Register a rule function under a stable ID. The function takes the scope's context and
-    yields Issue(path, message, hint) for each problem."""
+    yields Issue(path, message, hint) for each problem.
+
+    Args: `rule_id` (FAMILY-NNN, stable), `title` (one line), `severity` (error or warning),
+    `scope` (report or ledger), `requires` (report sections that must be schema-valid first).
+    Returns the decorator, which returns the function unchanged.
+    """
 
     return RULES.register(rule_id, lambda fn: Rule(rule_id, title, severity, scope, tuple(requires), fn))

@@ -34,6 +34,7 @@ def configure(p):
 
 def run(args) -> int:
     from suite.integrations import importers
+    from suite.record.report import Report
     from suite.train.cell import load_cell
 
     cell = load_cell(args.cell, check_paths=False)
@@ -44,9 +45,9 @@ def run(args) -> int:
     else:
         res = importers.import_trl(args.log, cell, out, engine_version=args.engine_version,
                                    engine_profile=args.engine_profile, force=args.force)
-    t = res.doc["totals"]
-    print(f"imported {t['steps']} step(s) of {cell.name}: total {t['flops']['total']:.4g} FLOPs, "
-          f"update share p = {t['update_share']:.3f}")
+    report = Report(res.doc, str(res.report))
+    print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
+          f"update share p = {report.update_share:.3f}")
     print(res.comparison.table())
     print(f"wrote {res.ledger}, {res.report}, {res.comparison_path}")
     return 0

@@ -122,25 +122,16 @@ def _looks_like_ledger(path: str) -> bool:
     """A .jsonl file, or one whose first line is a ledger record: what a report table never takes."""
     from pathlib import Path
 
-    p = Path(path)
-    if p.suffix == ".jsonl":
-        return True
-    try:
-        with open(p, "rb") as f:
-            first = f.readline(1 << 16)
-        import json
+    from ...record.ledger import first_record
 
-        rec = json.loads(first)
-    except (OSError, ValueError):
-        return False
-    return isinstance(rec, dict) and {"step", "flops", "work"} <= rec.keys()
+    return Path(path).suffix == ".jsonl" or first_record(path) is not None
 
 
 def run(args) -> int:
     from pathlib import Path
 
     from ...atomic import write_text_atomic
-    from ...record.report import build_estimate, build_report
+    from ...record.report import Provenance, build_estimate, build_report
     from ...train.cell import load_cell, load_run_description
 
     out = Path(args.output) if args.output else None
@@ -180,18 +171,18 @@ def run(args) -> int:
         if len(args.ledger) != 1:
             raise RaceError("--spec builds one report from one ledger", "pass a single LEDGER with --spec")
         # A report written outside its ledger's folder is refused by LEDGER-003 below.
+        # LEDGER names a per-step ledger a run wrote (race import writes its own report).
         report = build_report(args.ledger[0], load_run_description(args.spec), report_dir=base, created=args.created,
                               evaluations=evaluations,
+                              provenance=Provenance("measured", recorder="race report (a per-step ledger)"),
                               warn=lambda m: print(f"race report: warning: {m}", file=sys.stderr))
-    _validated(report, base, str(out) if out else "<report>")
-    text = FORMATS[args.format](report)
+    _validated(report.doc, base, str(out) if out else "<report>")
+    text = FORMATS[args.format](report.doc)
     if out:
         write_text_atomic(out, text)
-        t = report["totals"]
-        how = report["provenance"]["method"]
-        print(f"wrote {out} ({how}): {t['steps']} steps, {t['flops']['total']:.4g} FLOPs "
-              f"(rollout {t['shares']['rollout']:.1%}, update p = {t['update_share']:.1%}, "
-              f"reward {t['shares']['reward']:.1%})", file=sys.stderr)
+        print(f"wrote {out} ({report.provenance_method}): {report.steps} steps, {report.total_flops:.4g} FLOPs "
+              f"(rollout {report.shares['rollout']:.1%}, update p = {report.update_share:.1%}, "
+              f"reward {report.reward_share:.1%})", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

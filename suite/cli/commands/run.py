@@ -1,4 +1,5 @@
-"""`race run CELL --out DIR [--resume] [--max-steps N]`: train a cell with the live ledger."""
+"""`race run CELL --out DIR [--resume] [--max-steps N]`: train a cell with the live ledger;
+`race run CELL --plan`: check it and say what a step costs, training nothing."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ def configure(p):
                         "is left")
     p.add_argument("--threads", type=int, metavar="N", default=None,
                    help="torch CPU threads (default: the cell's engine.torch_threads, else torch's choice)")
+    p.add_argument("--plan", action="store_true",
+                   help="check the cell (policy, data, reward system, budget) and print what it would run and "
+                        "what one step costs at most; nothing is trained or written")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (FLOPs spent of the budget and the phase split)")
     return run
@@ -40,6 +44,10 @@ def run(args) -> int:
         raise RaceError("no cell given", "race run CELL --out DIR; reference cells are in tasks/cells/")
     if args.max_steps is not None and args.max_steps < 1:
         raise RaceError(f"--max-steps must be >= 1, got {args.max_steps}")
+    if args.plan:
+        if args.resume:
+            raise RaceError("--plan checks a new cell", "drop --resume")
+        return plan(args.cell)
     if not out:
         out = str(Path("runs") / Path(args.cell).stem)
 
@@ -53,4 +61,28 @@ def run(args) -> int:
     print(f"{res.out}: {res.steps} steps, {tot:.3e} FLOPs (rollout {f['rollout'] / tot:.1%}, update "
           f"{f['update'] / tot:.1%}, reward {f['reward'] / tot:.1%}); {why}; report {res.report}",
           file=sys.stdout)
+    return 0
+
+
+def plan(cell_file: str) -> int:
+    """Print what `race run` would do with the cell (everything it checks before a model loads)."""
+    from ...train.cell import load_cell
+    from ...train.run import prepare
+
+    cell = load_cell(cell_file)
+    prep = prepare(cell)
+    reward, bound = prep["reward"], prep["first_step_bound"]
+    kind = getattr(reward, "kind", "rule")
+    charged = f"its model {reward.model_path} charged per scored token" if kind != "rule" else "0 FLOPs"
+    adapter = f"LoRA r={cell.lora_rank}" if cell.lora_rank else "full fine-tuning"
+    print(f"cell {cell.name}: policy {prep['policy'].name} ({prep['policy'].params_total:,} parameters), {adapter}, "
+          f"K={cell.group_size} x {cell.prompts_per_step} prompts, up to {cell.max_completion_tokens} tokens, "
+          f"mu={cell.num_iterations}")
+    print(f"data: {cell.dataset} ({len(prep['rows']):,} problems, format {prep['data_format']}; longest prompt "
+          f"{prep['longest_prompt']} tokens)")
+    print(f"reward: {cell.reward.system} ({kind}, {charged})")
+    print(f"engine profile: {prep['engine']} (device {prep['device']}), attention {cell.attention}")
+    print(f"one step costs at most {bound:.4g} FLOPs: the budget {cell.budget_flops:.4g} buys at least "
+          f"{cell.budget_flops // bound:,} steps" + (f" (capped at {cell.max_steps})" if cell.max_steps else ""))
+    print("planned only: nothing was trained (race run CELL --out DIR runs it)")
     return 0
