@@ -82,12 +82,14 @@ def site(tmp_path_factory):
         c["claim"] = c["summary"] = payload
     (root / "findings.json").write_text(json.dumps(findings))
     summary = lb.build(subs, out, findings=root / "findings.json")
+    listed = {lb.submission_id(d): d for d in (*docs, bad, bad2)}
     return {"out": out, "summary": summary, "docs": docs, "hostile": bad, "carried": carried, "reference": reference,
-            "n": len({lb.submission_id(d) for d in (*docs, bad, bad2)})}
+            "n": len(listed), "published": sum("sources" in d for d in listed.values())}
 
 
-def _rows(b: Browser, col: int) -> list[str]:
-    return b.eval(f"Array.from(document.querySelectorAll('#board tbody tr'))"
+def _rows(b: Browser, col: int, body: str = "") -> list[str]:
+    """The visible rows' sort keys in column `col` (of one body: runs or reference)."""
+    return b.eval(f"Array.from(document.querySelectorAll('#board tbody{body} tr[data-origin]'))"
                   f".filter(r => !r.hidden).map(r => r.cells[{col}].getAttribute('data-sort'))")
 
 
@@ -118,25 +120,26 @@ def test_gate_lists_the_valid_and_hostile_and_skips_the_broken(site):
 def test_sort_filter_and_screenshot(browser, site, tmp_path):
     b, out = browser, site["out"]
     b.open((out / "index.html").as_uri())
-    assert b.eval("document.querySelectorAll('#board tbody tr').length") == site["n"]
+    assert b.eval("document.querySelectorAll('#board tbody tr[data-origin]').length") == site["n"]
     heads = b.eval("Array.from(document.querySelectorAll('#board thead th')).map(th => th.textContent.trim())")
     ev = site["docs"][0]["evaluations"][0]
     score_col = heads.index(f"{ev['target']} · {ev['metric']}")
     total_col = heads.index("total FLOPs")
 
-    # The default view is by total FLOPs, largest first.
-    totals = [float(x) for x in _rows(b, total_col)]
-    assert totals == sorted(totals, reverse=True)
+    # The default view is by total FLOPs, largest first; the reference cells kept apart below.
+    totals = [float(x) for x in _rows(b, total_col, ".runs")]
+    assert totals == sorted(totals, reverse=True) and len(totals) == site["n"] - 1
 
     before = _rows(b, 0)
     _click(b, f"#board thead th:nth-child({score_col + 1}) button")
     after = _rows(b, 0)
     assert after != before, "clicking a score header did not reorder the rows"
-    scores = [float(x) for x in _rows(b, score_col) if x]
+    scores = [float(x) for x in _rows(b, score_col, ".runs") if x]
     assert scores == sorted(scores, reverse=True) and len(scores) >= len(SCORES)
+    assert b.eval("document.querySelectorAll('#board tbody.reference tr[data-origin]').length") == 1  # still apart
     assert b.eval(f"document.querySelectorAll('#board thead th')[{score_col}].getAttribute('aria-sort')") == "descending"
     _click(b, f"#board thead th:nth-child({score_col + 1}) button")
-    again = [float(x) for x in _rows(b, score_col) if x]
+    again = [float(x) for x in _rows(b, score_col, ".runs") if x]
     assert again == sorted(again)                                  # second click reverses
 
     # Filter by reward system, then by model size as well: only matching rows stay visible.
@@ -145,9 +148,9 @@ def test_sort_filter_and_screenshot(browser, site, tmp_path):
     want = options[0]
     b.eval(f"(() => {{ const s = document.getElementById('filter-reward'); s.value = {json.dumps(want)};"
            " s.dispatchEvent(new Event('change')); })()")
-    visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).filter(r => !r.hidden)"
+    visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r => !r.hidden)"
                      ".map(r => r.getAttribute('data-reward'))")
-    hidden = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).filter(r => r.hidden).length")
+    hidden = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r => r.hidden).length")
     assert visible and set(visible) == {want}
     assert len(visible) + hidden == site["n"]
     assert b.eval("document.getElementById('shown').textContent") == str(len(visible))
@@ -156,9 +159,9 @@ def test_sort_filter_and_screenshot(browser, site, tmp_path):
     size = b.eval("Array.from(document.querySelectorAll('#filter-size option')).map(o => o.value).filter(v => v)")[-1]
     b.eval(f"(() => {{ const s = document.getElementById('filter-size'); s.value = {json.dumps(size)};"
            " s.dispatchEvent(new Event('change')); })()")
-    both = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).filter(r => !r.hidden)"
+    both = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r => !r.hidden)"
                   ".map(r => [r.getAttribute('data-reward'), r.getAttribute('data-size')])")
-    matching = b.eval(f"Array.from(document.querySelectorAll('#board tbody tr')).filter(r =>"
+    matching = b.eval(f"Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r =>"
                       f" r.getAttribute('data-reward') === {json.dumps(want)} &&"
                       f" r.getAttribute('data-size') === {json.dumps(size)}).length")
     assert all(x == [want, size] for x in both) and len(both) == matching
@@ -234,7 +237,7 @@ def test_the_board_shows_where_compute_went(browser, site, tmp_path):
     assert all(fits and name in title for name, fits, title in names)
 
     # A bar per row whose segments are the phase shares, with the shares as text beside it.
-    rows = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).map(tr => { const td ="
+    rows = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).map(tr => { const td ="
                   " tr.querySelector('td.split'); const w = td.querySelector('svg').getBoundingClientRect().width;"
                   " return [tr.querySelector('td.run').textContent.trim(), td.querySelector('.shares').textContent,"
                   " Object.fromEntries(Array.from(td.querySelectorAll('rect')).map(r => [r.getAttribute('class'),"
@@ -260,7 +263,7 @@ def test_the_board_shows_where_compute_went(browser, site, tmp_path):
     b.eval("window.scrollTo(0, 0)")
     greys = {}
     for ph in ("rollout", "update", "reward"):
-        box = b.eval(f"(() => {{ const tr = Array.from(document.querySelectorAll('#board tbody tr')).find(tr =>"
+        box = b.eval(f"(() => {{ const tr = Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).find(tr =>"
                      f" tr.querySelector('td.run').textContent.trim() === {json.dumps(prm['run']['label'])});"
                      f" const r = tr.querySelector('rect.seg-{ph}').getBoundingClientRect();"
                      f" return {{x: r.x + 2, y: r.y + 2, width: r.width - 4, height: r.height - 4}}; }})()")
@@ -278,14 +281,52 @@ def test_reference_cells_filter_apart_from_submitted_runs(browser, site):
     b = browser
     b.open((site["out"] / "index.html").as_uri())
     options = b.eval("Array.from(document.querySelectorAll('#filter-origin option')).map(o => o.value)")
-    assert options == ["", "submitted run", "reference cell"]
-    for value, want in (("reference cell", 1), ("submitted run", site["n"] - 1)):
+    assert options == ["", "submitted run", "reference cell", "published run"]
+    published = site["published"]
+    assert published >= 1                               # the published example (schemas/examples/valid)
+    for value, want in (("reference cell", 1), ("published run", published), ("submitted run", site["n"] - 1 - published)):
         b.eval(f"(() => {{ const s = document.getElementById('filter-origin'); s.value = {json.dumps(value)};"
                " s.dispatchEvent(new Event('change')); })()")
-        visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr')).filter(r => !r.hidden)"
+        visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r => !r.hidden)"
                          ".map(r => [r.getAttribute('data-origin'), r.querySelector('td.run').textContent.trim()])")
         assert len(visible) == want and {o for o, _ in visible} == {value}
     assert visible and site["reference"]["run"]["label"] not in {n for _, n in visible}
+
+
+def test_published_rows_link_their_paper_and_show_ranges(browser, site, tmp_path):
+    """A published run's row: the paper linked (only an http(s) URL), the total's range over the
+    assumptions under it, the share of pretraining compute with the EU verdict; score headers name
+    the evaluation set with the metric on a line of its own beneath it."""
+    b = browser
+    b.open((site["out"] / "index.html").as_uri())
+    _not_pwned(b)
+    pub = next(d for d in site["docs"] if "sources" in d)
+    row = b.eval(f"(() => {{ const tr = Array.from(document.querySelectorAll('#board tr[data-origin]')).find(tr =>"
+                 f" tr.querySelector('td.run').textContent.trim() === {json.dumps(pub['run']['label'])});"
+                 " return Array.from(tr.cells).map(td => [td.textContent.trim(), (td.querySelector('a') || {}).href"
+                 " || null, (td.querySelector('.sub') || {}).textContent || null]); })()")
+    heads = b.eval("Array.from(document.querySelectorAll('#board thead th')).map(th => th.textContent.trim())")
+    cell = dict(zip(heads, row))
+    assert cell["provenance"][1] == pub["sources"]["published"]["url"] and cell["provenance"][2] == "published"
+    lo, hi = pub["sources"]["range"]["flops"]["low"], pub["sources"]["range"]["flops"]["high"]
+    assert cell["total FLOPs"][2] == f"{lo:.1e}–{hi:.1e}".replace("e+", "e")
+    ratio = pub["pretraining"]["ratio"]
+    assert cell["post / pre-training"][0].startswith(f"{ratio:.1e}") and cell["post / pre-training"][2] == "EU: below"
+    # Every link a row carries goes to an http(s) address or to the site's own pages.
+    hrefs = b.eval("Array.from(document.querySelectorAll('#board a')).map(a => a.getAttribute('href'))")
+    assert all(h.startswith(("https://", "http://", "s/")) for h in hrefs), hrefs
+    ev = site["docs"][0]["evaluations"][0]
+    th = heads.index(f"{ev['target']} · {ev['metric']}")
+    lines = b.eval(f"(() => {{ const th = document.querySelectorAll('#board thead th')[{th}];"
+                   " const m = th.querySelector('.label2'); const b = th.querySelector('button');"
+                   " return [b.firstChild.textContent, m.textContent.replace(' · ', ''),"
+                   " m.getBoundingClientRect().top - b.getBoundingClientRect().top]; })()")
+    assert lines[0] == ev["target"] and lines[1] == ev["metric"] and lines[2] > 8   # the metric on its own line
+    png = b.screenshot(tmp_path / "published.png")
+    assert struct.unpack(">II", png[16:24])[0] == 1400
+    keep = os.environ.get("RACE_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(tmp_path / "published.png", Path(keep) / "published.png")
 
 
 def test_run_page_shows_notes_and_provenance(browser, site):

@@ -18,8 +18,10 @@ FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B
                   "Llama-3.2-3B-Instruct", "DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Qwen-7B",
                   "gemma-3-1b-it", "gemma-3-4b-it", "gemma-3-12b-it", "OLMo-2-1124-7B-Instruct", "gpt-oss-20b"]
 """Catalog entries of issue 18 (their counts equal the HF model: tests/test_accounting.py)."""
-RUNS_CATALOG = ["Qwen3.5-397B-A17B"]
-"""Catalog entries of issue 28: the policies of published GRPO runs (MLPerf Training 6.1's first)."""
+RUNS_CATALOG = ["Qwen3.5-397B-A17B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen2.5-Math-7B",
+                "DeepSeek-R1-Distill-Qwen-14B", "DeepSeek-R1-Distill-Qwen-32B"]
+"""Catalog entries of issues 28 and 30: the policies of published GRPO runs (MLPerf Training 6.1's
+first; then SimpleRL-Zoo's, DAPO's, Oat-Zero's, DeepCoder's and Skywork-OR1's bases)."""
 
 
 def hf_param_count(spec: ModelSpec) -> int:
@@ -45,6 +47,9 @@ def test_catalog_lists_the_paper_models():
     ("Llama-3.2-1B-Instruct", 1.24, None, None), ("Llama-3.2-3B-Instruct", 3.21, None, None),
     ("DeepSeek-R1-Distill-Qwen-1.5B", 1.78, None, None), ("DeepSeek-R1-Distill-Qwen-7B", 7.62, None, None),
     ("gemma-3-1b-it", 1.0, None, None), ("OLMo-2-1124-7B-Instruct", 7.3, None, None),
+    ("Qwen2.5-7B", 7.62, None, None), ("Qwen2.5-Math-7B", 7.62, None, None), ("Qwen2.5-14B", 14.8, None, None),
+    ("Qwen2.5-32B", 32.8, None, None), ("DeepSeek-R1-Distill-Qwen-14B", 14.8, None, None),
+    ("DeepSeek-R1-Distill-Qwen-32B", 32.8, None, None),
 ])
 def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding, active):
     s = load_spec(name)

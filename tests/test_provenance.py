@@ -17,6 +17,7 @@ import yaml
 from suite.cli import main
 from suite.paths import schemas
 from suite.validate import validate_path
+from suite.record.schemas import REPORT_VERSION
 
 EXAMPLES = schemas() / "examples"
 FIX = Path(__file__).parent / "fixtures"
@@ -53,7 +54,7 @@ def test_a_version_1_0_report_stays_valid(capsys):
     assert doc["schema_version"] == "1.0" and "provenance" not in doc
     assert main(["validate", "--strict", str(old)]) == 0
     new = json.loads((EXAMPLES / "valid" / "paper-qwen1.5b-lora64-sparse.json").read_text())
-    assert new["schema_version"] == "1.1" and new["provenance"]["method"] == "measured"
+    assert new["schema_version"] == REPORT_VERSION and new["provenance"]["method"] == "measured"
     del new["provenance"]                                   # 1.1 requires it; 1.0 never had it
     (rid,) = {f.rule_id for f in __import__("suite.validate", fromlist=["x"]).validate_report(new)}
     assert rid == "SCHEMA-002"

@@ -59,7 +59,7 @@ def test_main_table_has_every_required_column(tmp_path):
             made_up_report(run_id="b", scores={("math500-250", "process_judge"): 0.7})]
     render.build_site(entries_of(docs), tmp_path)
     html = (tmp_path / "index.html").read_text()
-    heads = re.findall(r'<button type="button">([^<]*)</button>', html)
+    heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r'<button type="button">(.*?)</button>', html)]
     for label in ("run", "model", "model size", "reward system", "LoRA rank", "K", "steps", "total FLOPs",
                   "rollout / update / reward", "update share p", "engine profile", "attention", "provenance",
                   "gsm8k-250 · pass@1", "math500-250 · process_judge"):

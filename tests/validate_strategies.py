@@ -169,8 +169,15 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> list[tuple[dict, Path]]:
 # ---- single-invariant mutations: (name, rule that must catch it, mutate(doc, folder)) -------
 
 def _retotal(doc):
+    """Totals, shares and p rebuilt from the phase FLOPs, and the pretraining share with them (as a
+    consistent forger would)."""
     t = doc["totals"]
     doc["totals"] = totals_from(t["flops"], t["tokens"], t["work"], t["steps"], t.get("seconds"))
+    pre, total = doc.get("pretraining"), doc["totals"]["flops"]["total"]
+    if pre:
+        if pre.get("flops"):
+            pre["ratio"] = total / pre["flops"]
+        pre["eu"]["exceeds"] = total > pre["eu"]["threshold_flops"]
 
 
 def _change_phase(phase):
@@ -184,16 +191,25 @@ def _change_phase_consistently(doc, folder, delta):
     _retotal(doc)
 
 
+def _other_architecture(doc, delta):
+    """Another catalog policy of a different architecture (a twin -- Qwen2.5-7B and
+    DeepSeek-R1-Distill-Qwen-7B -- has the same shapes, counts and costs, so swapping to it is no
+    mutation)."""
+    def arch(spec: dict) -> dict:
+        return {k: v for k, v in spec.items() if k != "name"}
+
+    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"])]
+    return load_spec(names[delta % len(names)])
+
+
 def _swap_model(doc, folder, delta):
-    names = [n for n in POLICIES if n != doc["policy"]["name"]]
-    other = load_spec(names[delta % len(names)])
+    other = _other_architecture(doc, delta)
     doc["policy"] = model_entry(other) | {"name": doc["policy"]["name"]}
     doc["policy"]["spec"] = {**doc["policy"]["spec"], "name": doc["policy"]["name"]}
 
 
 def _swap_model_and_name(doc, folder, delta):
-    names = [n for n in POLICIES if n != doc["policy"]["name"]]
-    other = load_spec(names[delta % len(names)])
+    other = _other_architecture(doc, delta)
     doc["policy"] = model_entry(other)
     doc["adapter"]["trainable_params"] = _objects(_spec_like(doc))[1].trainable_params(other)
 

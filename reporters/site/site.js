@@ -5,8 +5,11 @@
   "use strict";
   var table = document.getElementById("board");
   if (!table) { return; }
-  var tbody = table.tBodies[0];
+  var bodies = Array.prototype.slice.call(table.tBodies);   // runs; the reference cells kept apart
   var heads = table.tHead.rows[0].cells;
+  function runRows(tbody) {
+    return Array.prototype.filter.call(tbody.rows, function (r) { return r.hasAttribute("data-origin"); });
+  }
 
   function key(row, col) {
     var cell = row.cells[col];
@@ -18,14 +21,16 @@
   }
 
   function sortBy(col, dir) {
-    var rows = Array.prototype.slice.call(tbody.rows);
-    rows.sort(function (a, b) {
-      var ka = key(a, col), kb = key(b, col);
-      if (ka === null || kb === null) { return ka === kb ? 0 : (ka === null ? 1 : -1); }
-      if (typeof ka !== typeof kb) { ka = String(ka); kb = String(kb); }
-      return ka < kb ? -dir : (ka > kb ? dir : 0);
+    bodies.forEach(function (tbody) {       // each body on its own: the groups never interleave
+      var rows = runRows(tbody);
+      rows.sort(function (a, b) {
+        var ka = key(a, col), kb = key(b, col);
+        if (ka === null || kb === null) { return ka === kb ? 0 : (ka === null ? 1 : -1); }
+        if (typeof ka !== typeof kb) { ka = String(ka); kb = String(kb); }
+        return ka < kb ? -dir : (ka > kb ? dir : 0);
+      });
+      rows.forEach(function (r) { tbody.appendChild(r); });
     });
-    rows.forEach(function (r) { tbody.appendChild(r); });
     for (var i = 0; i < heads.length; i++) {
       if (i === col) { heads[i].setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); }
       else { heads[i].removeAttribute("aria-sort"); }
@@ -47,13 +52,17 @@
   var shown = document.getElementById("shown");
   function applyFilters() {
     var n = 0;
-    Array.prototype.forEach.call(tbody.rows, function (row) {
-      var keep = true;
-      Array.prototype.forEach.call(filters, function (sel) {
-        if (sel.value !== "" && row.getAttribute("data-" + sel.name) !== sel.value) { keep = false; }
+    bodies.forEach(function (tbody) {
+      var inBody = 0;
+      runRows(tbody).forEach(function (row) {
+        var keep = true;
+        Array.prototype.forEach.call(filters, function (sel) {
+          if (sel.value !== "" && row.getAttribute("data-" + sel.name) !== sel.value) { keep = false; }
+        });
+        row.hidden = !keep;
+        if (keep) { n++; inBody++; }
       });
-      row.hidden = !keep;
-      if (keep) { n++; }
+      Array.prototype.forEach.call(tbody.querySelectorAll("tr.group"), function (g) { g.hidden = inBody === 0; });
     });
     if (shown) { shown.textContent = String(n); }
   }

@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
 from suite.record.ledger import LedgerWriter  # noqa: E402
 from suite.accounting.modelspec import load_spec  # noqa: E402
+from suite.accounting.pretraining import share_of_pretraining  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
 from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
 from suite.train.cell import cell_from_dict  # noqa: E402
@@ -118,13 +119,16 @@ def make_valid() -> dict[str, dict]:
         docs[reward] = doc
     old = copy.deepcopy(docs["sparse"])          # what version 1.0 wrote: no provenance
     old["schema_version"] = "1.0"
-    del old["provenance"]
+    del old["provenance"], old["pretraining"]      # 1.2's section: a 1.0 report never had it
     write_json_atomic(out / "v1.0-paper-qwen1.5b-lora64-sparse.json", old)
     docs["curve"] = with_curve(docs["sparse"], out / docs["sparse"]["ledger"]["path"])
     write_json_atomic(out / "paper-qwen1.5b-lora64-sparse-curve.json", docs["curve"])
     docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
                                       cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED).doc
     write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
+    pub = cell_from_dict(PUBLISHED, check_paths=False)
+    docs["published"] = build_estimate(pub.run_spec(), pub.means(), created=CREATED)
+    write_json_atomic(out / "published-estimate.json", docs["published"])
     return docs
 
 
@@ -158,13 +162,34 @@ ESTIMATE = {
 }
 
 
+# The same setup as a published run re-accounted (leaderboard/published/*.yaml are real ones):
+# every number with a source or an assumption and its range.
+_URL = "https://example.org/paper"
+PUBLISHED = {**ESTIMATE, "name": "published-qwen2.5-1.5b-lora64-k2-sparse",
+             "published": {"title": "An example paper (illustrative sources)", "url": _URL, "year": 2026},
+             "sources": {k: {"url": _URL, "where": f"Table 2, column {k}"}
+                         for k in ("policy", "lora_rank", "group_size", "prompts_per_step", "max_completion_tokens",
+                                   "num_iterations", "beta", "steps", "mean_prompt_tokens", "hardware", "peak_flops")},
+             "assumed": {"mean_completion_tokens": {"low": 400, "high": 1200, "why": "not in the paper"},
+                         "accelerator_hours": {"low": 0.5, "high": 1.0, "why": "'under an hour' on 8 GPUs"}},
+             "hardware": {**ESTIMATE["hardware"], "wall_seconds": None, "accelerator_hours": 0.67}}
+
+
 # ------------------------------------------------------------------------------------ invalid
 
 
 def _retotal(doc: dict) -> None:
-    """Recompute total, shares and p after a phase changed (so only the intended rule fires)."""
+    """Recompute total, shares, p and the pretraining share after a phase changed (so only the
+    intended rule fires)."""
     t = doc["totals"]
     doc["totals"] = totals_from(t["flops"], t["tokens"], t["work"], t["steps"], t.get("seconds"))
+    _repretrain(doc)
+
+
+def _repretrain(doc: dict) -> None:
+    """The pretraining share of the document's own total, as the report builder writes it."""
+    if "pretraining" in doc:
+        doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"], load_spec(doc["policy"]["name"]))
 
 
 def invalid_cases(valid: dict[str, dict]):
@@ -194,7 +219,7 @@ def invalid_cases(valid: dict[str, dict]):
         return fn
 
     f = sparse["totals"]["flops"]
-    yield "phase-sum", mut(sparse, setp(("totals", "flops", "total"), f["total"] + 10**12)), ["ARITH-001"]
+    yield "phase-sum", mut(sparse, setp(("totals", "flops", "total"), f["total"] + 10**12)), ["ARITH-001", "PUB-001"]  # the share of pretraining follows the total
     yield "shares", mut(sparse, setp(("totals", "shares", "rollout"), sparse["totals"]["shares"]["rollout"] + 0.01)), ["ARITH-002"]
     yield "update-share", mut(sparse, setp(("totals", "update_share"), 0.5)), ["ARITH-003"]
 
@@ -241,7 +266,7 @@ def invalid_cases(valid: dict[str, dict]):
         d["policy"]["spec"] = {**big.to_dict(), "name": d["policy"]["name"]}
         d["policy"]["params_total"], d["policy"]["params_non_embedding"] = big.params_total, big.params_non_embedding
         d["adapter"]["trainable_params"] = Adapter(kind="lora", rank=64, alpha=128.0).trainable_params(big)
-    yield "swapped-model-size", mut(sparse, swap_size), ["PHYS-007", "PHYS-001", "PHYS-002"]
+    yield "swapped-model-size", mut(sparse, swap_size), ["PHYS-007", "PHYS-001", "PHYS-002", "PUB-001"]
     yield "trainable-params", mut(sparse, setp(("adapter", "trainable_params"), 1000)), ["PHYS-008"]
     yield "wrong-attention", mut(sparse, setp(("accounting", "attention"), "full")), ["PHYS-001"]
     yield "unknown-engine-profile", mut(sparse, setp(("accounting", "engine_profile"), "megatron")), ["PHYS-001"]
@@ -286,7 +311,7 @@ def invalid_cases(valid: dict[str, dict]):
     yield "curve-out-of-order", mut(curve, swap), ["CURVE-002"]
     yield "curve-past-the-end", mut(curve, lambda d: d["curve"]["points"].append(
         {**d["curve"]["points"][-1], "step": d["totals"]["steps"], "flops": dict(d["totals"]["flops"])})), ["CURVE-002"]
-    yield "curve-in-v1.1", mut(curve, setp(("schema_version",), "1.1")), ["SCHEMA-002"]
+    yield "curve-in-v1-1", mut(curve, setp(("schema_version",), "1.1")), ["SCHEMA-002"]
 
     # The hardware cross-check: the claimed FLOPs against what the accelerators deliver at peak.
     est = valid["estimate"]
@@ -295,6 +320,15 @@ def invalid_cases(valid: dict[str, dict]):
     yield "utilization-over-1", mut(est, setp(("hardware", "wall_seconds"), round(need / 3, 1))), ["PHYS-009"]
     yield "utilization-high", mut(est, setp(("hardware", "wall_seconds"), round(need / 0.8, 1))), ["PLAUS-005"]
     yield "accelerator-hours", mut(est, setp(("hardware", "accelerator_hours"), 1.0)), ["ARITH-009"]
+
+    # Published work: the pretraining share and the EU check, sources, assumptions and ranges.
+    pub = valid["published"]
+    yield "pretraining-inflated", mut(pub, setp(("pretraining", "flops"), pub["pretraining"]["flops"] * 10)), \
+        ["PUB-001"]
+    yield "eu-threshold", mut(pub, setp(("pretraining", "eu", "exceeds"), True)), ["PUB-001"]
+    yield "unsourced", mut(pub, lambda d: d["sources"]["facts"].pop("steps")), ["PUB-002"]
+    yield "assumption-outside-range", mut(pub, setp(("sources", "assumed", "mean_completion_tokens", "high"), 500)), \
+        ["PUB-003"]
 
     # Ledger problems (the report is rebuilt over its own broken ledger).
     lines = base_ledger.splitlines(keepends=True)
@@ -325,6 +359,7 @@ def make_invalid(valid: dict[str, dict]) -> None:
             s = LedgerSummary.scan(ledger)
             doc = copy.deepcopy(valid["sparse"])
             doc["totals"] = totals_from(s.flops, s.tokens, s.work, s.records, s.seconds)
+            _repretrain(doc)
             doc["ledger"] = {"path": ledger.name, "sha256": s.sha256, "records": s.records}
             doc["budget"] = {"flops": None, "band": None}
             if name != "fewer-records-than-steps":      # the others declare what their ledger holds

@@ -503,10 +503,13 @@ def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
 
 
 def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: str, created: str | None,
-              times: tuple[str, str] | None, evaluations, notes: str | None, ledger: dict | None) -> dict:
+              times: tuple[str, str] | None, evaluations, notes: str | None, ledger: dict | None,
+              sources: dict | None = None) -> dict:
     """The report v1 document around its totals: identity, specs, accounting convention,
-    budget, provenance, hardware, evaluations; schema-checked before it is returned."""
+    budget, provenance, hardware, evaluations, the share of the policy's pretraining compute
+    (and a published run's sources); schema-checked before it is returned."""
     from ..accounting import METHOD, VERSION
+    from ..accounting.pretraining import share_of_pretraining
 
     policy = _model_spec(spec.policy)
     reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
@@ -543,6 +546,9 @@ def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: st
     if spec.hardware is not None:
         doc["hardware"] = spec.hardware.to_report()
     doc["evaluations"] = [dict(e) for e in spec.evaluations] + [dict(e) for e in (evaluations or ())]
+    doc["pretraining"] = share_of_pretraining(totals["flops"]["total"], policy)
+    if sources is not None:
+        doc["sources"] = sources
     schemas.check_report(doc)
     return doc
 
@@ -594,21 +600,10 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
                             ledger={"path": rel, "sha256": s.sha256, "records": s.records}))
 
 
-def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
-                   evaluations: list[Mapping[str, Any]] | None = None) -> Report:
-    """A report from aggregate numbers (a paper's setup table): every one of the spec's
-    declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
-    the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger.
+def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:
+    """Work and per-phase FLOPs of an estimate: every declared step priced as a step of `means`."""
+    from ..accounting import phase_flops, step_flops
 
-    Args: `run_spec` (its `steps` declared), `means` (Means), `created`, `evaluations` as for
-    build_report. Returns the Report (schema-checked).
-    """
-    from ..accounting import phase_flops, step_flops, tokens_from_work
-
-    spec = run_spec
-    if not spec.steps:
-        raise RaceError("an estimate needs the number of optimizer steps the run took",
-                        "add `steps: N` to the run description (the setup table's step count)")
     policy = _model_spec(spec.policy)
     reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
     try:
@@ -619,17 +614,42 @@ def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = Non
         raise RaceError(f"estimate: {e.message}", e.hint or "check the mean lengths against max_completion_tokens") \
             from None
     work = {k: v * spec.steps for k, v in one.work.items()}     # FLOPs are linear in work
-    flops = phase_flops(work, policy, spec.adapter, spec.grpo, reward_model, spec.engine_profile, spec.attention)
+    return work, phase_flops(work, policy, spec.adapter, spec.grpo, reward_model, spec.engine_profile, spec.attention)
+
+
+def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
+                   evaluations: list[Mapping[str, Any]] | None = None) -> Report:
+    """A report from aggregate numbers (a paper's setup table): every one of the spec's
+    declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
+    the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger. A
+    published run (spec.sources) gets its `sources` section: each number's source, the
+    assumptions and the estimate's range over them (suite.record.sources).
+
+    Args: `run_spec` (its `steps` declared), `means` (Means), `created`, `evaluations` as for
+    build_report. Returns the Report (schema-checked).
+    """
+    from ..accounting import tokens_from_work
+
+    spec = run_spec
+    if not spec.steps:
+        raise RaceError("an estimate needs the number of optimizer steps the run took",
+                        "add `steps: N` to the run description (the setup table's step count)")
+    work, flops = _estimate(spec, means)
     reward_tokens = None
-    if reward_model is not None:
+    if spec.reward.model:
         reward_tokens = means.reward_tokens if means.reward_tokens is not None \
             else means.prompt_tokens + means.completion_tokens
     prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
                       means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
                              "reward_tokens": reward_tokens})
+    sources = None
+    if spec.sources is not None:
+        from .sources import section
+
+        sources = section(spec, means, sum(flops.values()), lambda s, m: sum(_estimate(s, m)[1].values()))
     return Report(_document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
                             run_id=spec.id or spec.label or "estimate", created=created, times=None,
-                            evaluations=evaluations, notes=None, ledger=None))
+                            evaluations=evaluations, notes=None, ledger=None, sources=sources))
 
 
 __all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",

@@ -21,7 +21,7 @@ import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .. import __version__, paths
 from ..accounting import PHASES
@@ -29,6 +29,7 @@ from ..errors import RaceError
 from ..record.report import Report
 from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
+from .columns import columns
 from .formatting import all_score_keys, fixed, gflops, interval, pct, safe_href, sci, score_key, size_label, thousands
 
 # --------------------------------------------------------------------------- rows
@@ -65,6 +66,12 @@ class Row:
     notes: str = ""              #: run.notes
     hardware: Hardware | None = None  #: the hardware section, if any (accelerator, count, peak, time)
     seconds: dict[str, float] = field(default_factory=dict)  #: totals.seconds: wall seconds per phase, if recorded
+    source_url: str | None = None  #: a published run's publication (sources.published.url), if a followable link
+    source_title: str = ""       #: its title
+    flops_range: tuple[int, int] | None = None  #: an estimate's total over its assumptions (sources.range.flops)
+    utilization_range: tuple[float, float] | None = None  #: and its implied utilization at the stated hours
+    pretraining_ratio: float | None = None  #: post-training / pretraining compute (pretraining.ratio)
+    eu_exceeds: bool | None = None  #: the indicative EU one-third check (pretraining.eu.exceeds), if stated
 
     @property
     def total_flops(self) -> int:
@@ -116,6 +123,10 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
     RaceError naming the field on a document that is not schema-valid: validate first."""
     r = doc if isinstance(doc, Report) else Report(doc, id)
     acc = r.accounting
+    src = r.doc.get("sources") if isinstance(r.doc.get("sources"), dict) else {}
+    rng = src.get("range") or {}
+    pre = r.doc.get("pretraining") if isinstance(r.doc.get("pretraining"), dict) else {}
+    published = src.get("published") or {}
     return Row(
         id=id,
         page=page,
@@ -141,95 +152,17 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         scores={score_key(t, m): v for (t, m), v in r.scores().items()},
         engine_profile=str(acc["engine_profile"]),
         provenance=provenance_label(r),
-        origin="reference cell" if r.reference_cell else "submitted run",
+        origin="reference cell" if r.reference_cell else "published run" if published else "submitted run",
         notes=r.notes,
         hardware=r.hardware,
         seconds=r.seconds,
+        source_url=safe_href(published.get("url")),
+        source_title=str(published.get("title") or ""),
+        flops_range=(rng["flops"]["low"], rng["flops"]["high"]) if "flops" in rng else None,
+        utilization_range=(rng["utilization"]["low"], rng["utilization"]["high"]) if "utilization" in rng else None,
+        pretraining_ratio=pre.get("ratio"),
+        eu_exceeds=(pre.get("eu") or {}).get("exceeds"),
     )
-
-
-# --------------------------------------------------------------------------- columns
-
-@dataclass(frozen=True)
-class Cell:
-    """What a table cell shows (text), how it sorts (sort: a number or text, '' = missing), an
-    optional tooltip, and for the split column the bar's segments (suite.site.charts.split_bar)."""
-
-    text: str
-    sort: str
-    title: str = ""
-    bar: tuple = ()
-
-
-@dataclass(frozen=True)
-class Column:
-    """A main-table column: a stable key, a header label and how to read a cell from a row.
-    `kind`: "run" (a link to the run's page), "split" (the stacked phase bar), "" (text)."""
-
-    key: str
-    label: str
-    cell: Callable[[Row], Cell]
-    numeric: bool = False
-    title: str = ""
-    kind: str = ""
-
-    @property
-    def css(self) -> str:
-        """The column's class in the stylesheet (its minimum width): col-<key>, col-score for scores."""
-        return "col-score" if self.key.startswith("score:") else f"col-{self.key}"
-
-
-def _num(v: float | int | None, text: Callable[[Any], str], title: str = "") -> Cell:
-    return Cell("—", "") if v is None else Cell(text(v), repr(v), title)
-
-
-def _flops_cell(v: int) -> Cell:
-    return Cell(sci(v), str(v), f"{v:,} FLOPs")
-
-
-def _split_cell(r: Row) -> Cell:
-    """The stacked rollout/update/reward bar with its shares as text (readable without colour)."""
-    bar = split_bar(r.shares)
-    text = " · ".join(f"{s['short']} {pct(s['share'])}" for s in bar)
-    title = "; ".join(f"{s['phase']} {pct(s['share'])} ({sci(r.flops[s['phase']])} FLOPs)" for s in bar)
-    return Cell(text, repr(r.shares["rollout"]), title, tuple(bar))
-
-
-def _text(v: str, title: str = "") -> Cell:
-    return Cell(v, v, title)
-
-
-def columns(score_keys: Sequence[str]) -> list[Column]:
-    """The main table's columns, in order; one per evaluation target after the fixed ones."""
-    cols = [
-        Column("run", "run", lambda r: _text(r.run_name, f"{r.run_name} (run id {r.run_id})"), kind="run"),
-        Column("model", "model", lambda r: _text(r.model)),
-        Column("size", "model size", lambda r: Cell(r.size_label, str(r.params), f"{r.params:,} parameters"),
-               numeric=True),
-        Column("reward", "reward system", lambda r: _text(r.reward_system, r.reward_kind)),
-        Column("rank", "LoRA rank", lambda r: Cell("full", "1e99", "full fine-tuning") if r.lora_rank is None
-               else Cell(str(r.lora_rank), str(r.lora_rank)), numeric=True),
-        Column("k", "K", lambda r: Cell(str(r.group_size), str(r.group_size)), numeric=True,
-               title="completions per prompt (GRPO group size)"),
-        Column("steps", "steps", lambda r: Cell(thousands(r.steps), str(r.steps)), numeric=True,
-               title="optimizer steps the run took"),
-        Column("total", "total FLOPs", lambda r: _flops_cell(r.flops["total"]), numeric=True),
-        Column("split", "rollout / update / reward", _split_cell, kind="split",
-               title="where the FLOPs went: rollout (R), update (U) and reward (W) shares of the total; sorts by "
-                     "rollout share"),
-        Column("p", "update share p", lambda r: _num(r.update_share, lambda v: fixed(v, 3)),
-               numeric=True, title="p = C_update / C_total"),
-        Column("engine", "engine profile", lambda r: _text(r.engine_profile, f"{r.engine}; counted as {r.accounting}"),
-               title="accounting engine profile: which passes were counted"),
-        Column("attention", "attention", lambda r: _text(r.attention), title="attention FLOP convention"),
-        Column("provenance", "provenance", lambda r: _text(r.provenance, r.origin),
-               title="how the numbers were obtained: measured (a per-step ledger), imported (an engine's log) or "
-                     "estimated (aggregate numbers)"),
-    ]
-    for key in score_keys:
-        cols.append(Column(f"score:{key}", key, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
-                           numeric=True))
-    return cols
 
 
 # --------------------------------------------------------------------------- Jinja
@@ -400,7 +333,9 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     sizes = {}
     for name, (label, note, sort_key, ordered) in views.items():
         html = env.get_template("index.html.j2").render(
-            **common, js=js, root="", current=name, view_label=label, view_note=note, rows=ordered,
+            **common, js=js, root="", current=name, view_label=label, view_note=note,
+            rows=[r for r in ordered if r.origin != "reference cell"],
+            reference_rows=[r for r in ordered if r.origin == "reference cell"],
             columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
             skipped=list(skipped))
         _write(out / name, html)
@@ -428,7 +363,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
                    "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
         sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
                     for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
-                              "provenance", "hardware")
+                              "provenance", "hardware", "pretraining", "sources")
                     if k in e.doc]
         _write(out / e.row.page, page.render(
             **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,

@@ -109,6 +109,12 @@ class CellSpec:
     """Evaluation rows {target, metric, value, n, ...} for the report."""
     reference_cell: str | None = None
     """Set for the suite's own reference cells and grids (tasks/): the leaderboard separates them."""
+    published: Mapping[str, Any] | None = None
+    """A published run re-accounted: {title, url, year, reconstructed} of its publication."""
+    sources: Mapping[str, Any] | None = None
+    """Published runs: setup field -> {url, where} it was read from."""
+    assumed: Mapping[str, Any] | None = None
+    """Published runs: setup field -> {low, high, why} where the sources are silent."""
     source: str | None = None
     """The YAML file this cell came from."""
 
@@ -158,8 +164,9 @@ class CellSpec:
         d["lora_targets"] = list(self.lora_targets)
         d["engine"] = dict(self.engine)
         d["evaluations"] = [dict(e) for e in self.evaluations]
-        if self.hardware is not None:
-            d["hardware"] = dict(self.hardware)
+        for k in ("hardware", "published", "sources", "assumed"):
+            if getattr(self, k) is not None:
+                d[k] = dict(getattr(self, k))
         d.pop("source")
         return {k: v for k, v in d.items() if v is not None and v != []}
 
@@ -195,6 +202,9 @@ class CellSpec:
                        engine_profile=str(profile), attention=self.attention, budget=Budget(flops=self.budget_flops),
                        label=self.label, seed=self.seed, id=self.name, evaluations=tuple(self.evaluations),
                        steps=self.steps, notes=self.notes, reference_cell=self.reference_cell,
+                       sources=None if self.published is None else
+                       {"published": dict(self.published), "facts": dict(self.sources or {}),
+                        "assumed": dict(self.assumed or {})},
                        hardware=Hardware.from_dict(self.hardware, f"{_where(self.name)}: hardware")
                        if self.hardware else None)
 
@@ -337,6 +347,11 @@ def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path 
     kw["engine"] = dict(d.get("engine") or {})
     if "hardware" in d:
         kw["hardware"] = dict(d["hardware"])
+    for k in ("sources", "assumed"):     # keyed by field names: the same aliases as the fields
+        if k in d:
+            kw[k] = canonical_fields(d[k], f"{_where(cname)}: {k}")
+    if "published" in d:
+        kw["published"] = dict(d["published"])
     kw["evaluations"] = tuple(dict(e) for e in d.get("evaluations") or ())
     return _checked(CellSpec(**kw))
 

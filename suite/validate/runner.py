@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import jsonstrict
-from . import arithmetic, curve_rules, ledger_rules, physics, plausibility, provenance, schema_rules  # noqa: F401  (register rules)
+from . import (arithmetic, curve_rules, ledger_rules, physics, plausibility, provenance, published,  # noqa: F401
+               schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
 

@@ -100,6 +100,7 @@ def compute(policy, args) -> dict:
     """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.modelspec import load_spec
+    from suite.accounting.pretraining import share_of_pretraining
     from suite.record.report import model_entry
 
     get_engine(args.engine)
@@ -129,6 +130,7 @@ def compute(policy, args) -> dict:
         "shares": {k: (v / total if total else 0.0) for k, v in s.flops.items()},
         "expert_lora_folds": _fold_flops(policy, adapter, settings, args, s.work),
         "update_share": s.update_share,
+        "pretraining": share_of_pretraining(total * n, policy),
     }
 
 
@@ -201,6 +203,10 @@ def render(d: dict, show_passes: bool) -> str:
                      f"{d['shares'][ph]:>8.1%}   {tok_txt[ph]}")
     lines.append(f"{'total':<9}{sci(d['per_step']['flops']['total']):>12}{sci(d['total']['flops']['total']):>14}{'':>8}")
     lines.append(f"\nupdate share p = C_update / C_total = {d['update_share']:.4f}")
+    from suite.accounting.pretraining import describe
+
+    lines += ["", f"post-training compute of the {n} step(s) against the base model's pretraining:",
+              *describe(d["pretraining"], d["total"]["flops"]["total"])]
     if show_passes:
         lines += ["", f"{'phase':<9}{'pass':<24}{'FLOPs/step':>12}"]
         for r in d["per_step"]["passes"]:

@@ -12,7 +12,10 @@ from suite.errors import RaceError
 
 
 def plan(budget: float, policies, args) -> list[dict]:
-    """One row per policy: whole steps the budget buys under the step flags in `args`."""
+    """One row per policy: whole steps the budget buys under the step flags in `args`, and the
+    FLOPs they use as a share of the policy's pretraining compute (the indicative EU check)."""
+    from suite.accounting.pretraining import share_of_pretraining
+
     rows = []
     for policy in policies:
         d = compute(policy, args)
@@ -29,6 +32,7 @@ def plan(budget: float, policies, args) -> list[dict]:
             "update_tokens": steps * d["per_step"]["tokens"]["update"],
             "flops_used": steps * per_step, "update_share": d["update_share"],
             "flops_per_step_by_phase": d["per_step"]["flops"],
+            "pretraining": share_of_pretraining(steps * per_step, policy),
         })
     return rows
 
@@ -42,20 +46,29 @@ def render(budget: float, rows: list[dict], args) -> str:
              f"C={args.completion_tokens:g}, mu={args.num_iterations}, beta={args.beta:g}; engine {args.engine}, "
              f"attention {args.attention}", ""]
     head = (f"{'model':<30}{'params':>8}{'active':>8}{'weights':>9}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}"
-            f"{'update tokens':>15}{'p':>8}")
+            f"{'update tokens':>15}{'p':>8}{'post/pre':>11}{'EU 1/3':>8}")
     lines += [head, "-" * len(head)]
     for r in rows:
         active = fmt_params(r["params_active"]) if r["params_active"] != r["params_total"] else "="
         lines.append(f"{r['model']:<30}{fmt_params(r['params_total']):>8}{active:>8}{r['weights_gb_bf16']:>7.1f}GB"
                      f"{sci(r['flops_per_step']):>12}{r['steps']:>10,}{r['rollouts']:>12,}{r['update_tokens']:>15,}"
-                     f"{r['update_share']:>8.3f}")
+                     f"{r['update_share']:>8.3f}{_share(r['pretraining']):>11}"
+                     f"{'above' if r['pretraining']['eu']['exceeds'] else 'below':>8}")
     if any(r["steps"] == 0 for r in rows):
         lines.append("\n0 steps: the budget buys less than one step of that model.")
     if any(r["params_active"] != r["params_total"] for r in rows):
         lines.append("MoE: active parameters (top-k experts) buy tokens -- they set FLOPs per step; total parameters set "
                      "memory (weights = 2 bytes per parameter, bf16, before optimizer state and activations).")
     lines.append("p = C_update / C_total of a step; steps are whole GRPO steps (one generation batch and its mu updates).")
+    lines.append("post/pre = FLOPs used / the policy's pretraining compute (published, else 6*N*D; '?' unknown); EU 1/3: "
+                 "the indicative check of C(2025) 5045 points 59-61 (one third of the original compute, unknown: of "
+                 "10^23 FLOP) -- not legal advice.")
     return "\n".join(lines)
+
+
+def _share(section: dict) -> str:
+    """post-training / pretraining as the table prints it ('?' when the pretraining compute is unknown)."""
+    return "?" if section["ratio"] is None else f"{section['ratio']:.2e}"
 
 
 @command("plan", help="What a FLOP budget buys per policy size: GRPO steps, rollouts, update tokens")
