@@ -116,13 +116,22 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool 
 
 def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
     """Read a whole file, refusing it by its size on disk before reading when over max_bytes."""
+    import stat
+
     p = Path(path)
-    size = p.stat().st_size
+    st = p.stat()
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        raise JSONInputError("type", "not a regular file (a device, socket or folder)", "pass a file")
+    size = st.st_size
     if size > max_bytes:
         raise JSONInputError("size", f"file is {size:,} bytes, over the {max_bytes:,}-byte limit for one document",
                              "reports are small; raise the limit with --max-bytes if this one is genuine")
-    with open(p, "rb") as f:
-        data = f.read(max_bytes + 1)  # the file may grow between stat and read
+    chunks, total = [], 0
+    with open(p, "rb") as f:      # in chunks: the file may grow between stat and read; no max_bytes buffer
+        while total <= max_bytes and (chunk := f.read(min(1 << 24, max_bytes + 1 - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise JSONInputError("size", f"file is over the {max_bytes:,}-byte limit for one document",
                              "raise the limit with --max-bytes if this one is genuine")
