@@ -100,6 +100,10 @@ def output_dir(path: str | os.PathLike, *, what: str = "--out", marker: str | No
         real = os.path.realpath(p)
     except (OSError, ValueError):
         raise RaceError(f"{what} {str(p)!r} is not a usable folder name", "choose another folder") from None
+    long = next((part for part in p.parts if len(os.fsencode(part)) > 255), None)
+    if long is not None:
+        raise RaceError(f"{what} {str(p)[:80]}...: File name too long ({len(os.fsencode(long))} bytes in one name, "
+                        "255 at most)", "use a shorter name")
     home = os.path.realpath(os.path.expanduser("~"))
     if real == "/" or real in SYSTEM or any(_under(real, t) for t in PSEUDO) or (real == home and home != "/"):
         raise RaceError(f"{what} {p} is {'the file system root' if real == '/' else 'a system folder' if real != home else 'your home folder'}: "

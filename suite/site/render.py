@@ -13,6 +13,7 @@ URLs, and each page's Content-Security-Policy admits only its own inline style a
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import math
@@ -286,6 +287,7 @@ def remove_leftovers(out: Path) -> list[Path]:
 
 
 _RENAME_EXCHANGE = 2
+_RACED = (errno.EEXIST, errno.ENOTEMPTY, errno.ENOENT)      # what a concurrent build's rename causes
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -293,7 +295,6 @@ def _exchange(a: Path, b: Path) -> bool:
     instant `b` is either the old folder or the new one. False where the call does not exist or
     the file system does not support it (the caller falls back to two renames)."""
     import ctypes
-    import errno
 
     try:
         fn = ctypes.CDLL(None, use_errno=True).renameat2
@@ -324,8 +325,10 @@ def _swap_in(staging: Path, out: Path) -> None:
                             "choose an empty or new folder for --out")
         try:
             swapped = _exchange(staging, out)
-        except OSError:
+        except OSError as e:
             shutil.rmtree(staging, ignore_errors=True)
+            if e.errno not in _RACED:
+                raise
             raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
         if swapped:
             shutil.rmtree(staging, ignore_errors=True)      # staging now holds the old site
@@ -344,8 +347,10 @@ def _swap_in(staging: Path, out: Path) -> None:
     else:
         try:
             os.rename(staging, out)
-        except OSError:
+        except OSError as e:
             shutil.rmtree(staging, ignore_errors=True)
+            if e.errno not in _RACED:
+                raise           # read-only, full, name too long: the CLI names it
             raise RaceError(f"another build created {out} at the same time", "run the build again") from None
 
 
