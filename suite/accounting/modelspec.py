@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 from ..errors import RaceError
+from ..limits import check_config_count
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
@@ -270,6 +270,9 @@ class ModelSpec:
     """Gated delta net: width of the depthwise causal convolution."""
 
     def __post_init__(self):
+        from ..limits import check_model_spec
+
+        check_model_spec(self.__dict__, self.name)      # bounded work: sizes within the schema's maxima
         # JSON gives lists; keep the dataclass hashable and comparable.
         object.__setattr__(self, "score_head", tuple(tuple(int(x) for x in s) for s in self.score_head))
         object.__setattr__(self, "layer_types", tuple(self.layer_types))
@@ -550,8 +553,8 @@ def _need(cfg: dict, key: str, where: str) -> int:
                         "a decoder-only Hugging Face config.json has it; add it or fix the file")
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise RaceError(f"{where}: field '{key}' must be a positive integer, got {v!r}")
-    return v
+        raise RaceError(f"{where}: field '{key}' must be a positive integer, got {_short(v)}")
+    return check_config_count(key, v, where)
 
 
 def _count(cfg: dict, key: str, where: str, default=MISSING, minimum: int = 1) -> int:
@@ -562,8 +565,13 @@ def _count(cfg: dict, key: str, where: str, default=MISSING, minimum: int = 1) -
             return _need(cfg, key, where)
         return default
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise RaceError(f"{where}: field '{key}' must be an integer >= {minimum}, got {v!r}")
-    return v
+        raise RaceError(f"{where}: field '{key}' must be an integer >= {minimum}, got {_short(v)}")
+    return check_config_count(key, v, where)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 _WINDOW_DEFAULT = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "olmo3": 4096, "gpt_oss": 128}
@@ -769,12 +777,14 @@ def in_catalog(name: str) -> bool:
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise RaceError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    from .. import jsonstrict
+
+    try:     # strict: no duplicate keys (readers disagree which wins), bounded size, depth and digits
+        return jsonstrict.load(path)
+    except jsonstrict.JSONInputError as e:
+        raise RaceError(f"{path}: not valid JSON ({e.message})", e.hint) from None
     except OSError as e:
-        raise RaceError(f"{path}: cannot read ({e.strerror})")
+        raise RaceError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def load_spec(name_or_path: str) -> ModelSpec:
