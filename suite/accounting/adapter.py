@@ -78,6 +78,10 @@ class Adapter:
         per adapted expert stack, as peft adapts them (`lora_units`)."""
         if self.kind == "full":
             return spec.params_total
+        if getattr(spec, "traced", False):  # read off the real peft model
+            from .traced import traced_lora
+
+            return traced_lora(spec, self)[1]
         return sum(u.params for u in lora_units(spec, self))
 
     def to_report(self, spec: ModelSpec) -> dict:
@@ -156,6 +160,10 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     the adapted modules back from real PEFT models."""
     if adapter.kind != "lora":
         return ()
+    if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model
+        from .traced import traced_lora
+
+        return traced_lora(spec, adapter)[0]
     layers = spec.layers()
     names = set(adapter.targets)
     conv = _PEFT_MOE_MAP.get(spec.family.peft_moe, {})
@@ -208,6 +216,8 @@ def adaptable_names(spec: ModelSpec) -> list[str]:
 def unmatched_targets(spec: ModelSpec, adapter: Adapter) -> list[str]:
     """Targets that adapt nothing in `spec` (peft skips them silently when others match)."""
     if adapter.kind != "lora" or ALL_LINEAR in adapter.targets:
+        return []
+    if getattr(spec, "traced", False):
         return []
     known = set(adaptable_names(spec))
     return [t for t in adapter.targets if t not in known]

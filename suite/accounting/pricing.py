@@ -90,8 +90,14 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         raise RaceError(f"policy {policy.name} has no LM head", "a policy must be a causal LM; reward models go in reward_model")
     head = head_fwd(policy)
     early = prof.checkpoint_early_stop
-    costs = model_costs(policy, adapter, prof.peft_training, prof.layer0_input_grad(adapter, settings), early)
-    gen = model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
+    if getattr(policy, "traced", False):  # no recipe: FlopCounterMode over its HF code (suite.accounting.traced)
+        from .traced import traced_costs
+
+        costs = traced_costs(policy, adapter, prof.layer0_input_grad(adapter, settings), settings.gradient_checkpointing)
+        gen = costs["fwd"]
+    else:
+        costs = model_costs(policy, adapter, prof.peft_training, prof.layer0_input_grad(adapter, settings), early)
+        gen = model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
     roll = _map(gen, "rollout", attn, rollout=True, absorbed=not prof.hf_rollout, calls=prof.hf_rollout)
     if policy.family.mla and not prof.hf_rollout:
         add_stat(roll, "rollout.decode_pairs", policy.num_layers * mla_absorbed(policy))
@@ -114,7 +120,12 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         ("update", "reference forward", {**_map(costs["base"], "update.ref", attn), "update.ref.lm_head": head}),
     ]
     if reward_model is not None:
-        rc = model_costs(reward_model, Adapter(kind="full"), False, False, False)["base"]
+        if getattr(reward_model, "traced", False):
+            from .traced import traced_costs
+
+            rc = traced_costs(reward_model, Adapter(kind="full"), False, False)["base"]
+        else:
+            rc = model_costs(reward_model, Adapter(kind="full"), False, False, False)["base"]
         table.append(("reward", "reward-model forward", {**_map(rc, "reward", attn), "reward.heads": head_fwd(reward_model)}))
     return [(ph, name, {k: v for k, v in coef.items() if v}) for ph, name, coef in table]
 

@@ -185,6 +185,8 @@ class Needs:
         """What `spec` needs (nothing for None and for dense full-attention models)."""
         if spec is None:
             return cls()
+        if getattr(spec, "traced", False):  # suite.accounting.traced: what its fitted coefficients use
+            return spec.needs
         mixers = {spec.mixer_of(i) for i in range(spec.num_layers)}
         return cls(windows=(spec.sliding_window,) if "sliding" in mixers else (),
                    decode=bool(mixers & {"mla", "linear"}), chunks="linear" in mixers, calls=spec.is_moe)
