@@ -27,12 +27,14 @@ Needs torch and transformers (the light core prices catalogued models without th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+import warnings
 
 from ..errors import RaceError
 from .adapter import Adapter, LoraUnit
@@ -334,9 +336,29 @@ def _sum(layers: list[dict], windows: tuple[int, ...]) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
+@contextlib.contextmanager
+def _quiet():
+    """The modeling code's warnings (deprecations, meta-device notes) are not the user's."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 @functools.lru_cache(maxsize=128)
 def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them."""
+    with _quiet():
+        return _measure_costs(spec, adapter, rg0, gc)
+
+
+def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     m = _Meter(spec, adapter, rg0, gc)
     n, w, name = spec.num_layers, spec.windows, spec.name
     fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name)
@@ -374,7 +396,8 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
     _need_torch()
     from .reference import adapted_units, add_lora
 
-    model = add_lora(_build(spec.config_dict, "meta"), adapter)
+    with _quiet():
+        model = add_lora(_build(spec.config_dict, "meta"), adapter)
     units = tuple(LoraUnit(*u) for u in adapted_units(model))
     if adapter.kind == "lora" and not units:
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
@@ -407,7 +430,8 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     import torch
 
     where = where or name
-    hf = _hf_config(cfg)
+    with _quiet():
+        hf = _hf_config(cfg)
     text = getattr(hf, "text_config", None)
     if text is not None and text is not hf and getattr(hf, "get_text_config", None):
         hf = hf.get_text_config()
@@ -416,7 +440,8 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
         raise RaceError(f"{where}: encoder-decoder configs are not supported", "accounting covers decoder-only models")
     canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
                        sort_keys=True, default=str)
-    model = _build(json.loads(canon), "meta")
+    with _quiet():
+        model = _build(json.loads(canon), "meta")
     n = hf.num_hidden_layers
     _layer_list(model, n)
     h, vocab = hf.hidden_size, hf.vocab_size
