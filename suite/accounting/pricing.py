@@ -75,6 +75,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
                 add_stat(out, "rollout.decode_pairs" if not absorbed else "rollout.decode_tokens", v)
         elif stat == "dec_tok" and rollout:
             add_stat(out, "rollout.decode_tokens", v)
+        elif stat == "dec_pair" and rollout:  # traced: what a decode step adds per cached key
+            add_stat(out, "rollout.decode_pairs", v)
     return out
 
 

@@ -174,13 +174,17 @@ def _layer_list(model, n: int) -> str:
 # ---- measuring ----------------------------------------------------------------------------------
 
 
-def _per_layer(fc, prefix: str, n: int) -> list[int]:
+def _per_layer(fc, prefix: str, n: int, head: str) -> list[int]:
+    """FLOPs of each decoder layer, then of everything else but the output head (per-layer
+    input projections, model-level mixers: entry n)."""
     counts = {k: sum(v.values()) for k, v in fc.get_flop_counts().items()}
-    out = [0] * n
+    out = [0] * (n + 1)
     for key, v in counts.items():
-        head, _, idx = key.rpartition(".")
-        if idx.isdigit() and (head == prefix or head.endswith("." + prefix)) and int(idx) < n:
+        up, _, idx = key.rpartition(".")
+        if idx.isdigit() and (up == prefix or up.endswith("." + prefix)) and int(idx) < n:
             out[int(idx)] += v
+    heads = sum(v for k, v in counts.items() if k == head or k.endswith("." + head))
+    out[n] = counts.get("Global", 0) - sum(out[:n]) - heads
     return out
 
 
@@ -194,6 +198,8 @@ class _Meter:
         self.device = _device(spec.config)
         model = _build(spec.config_dict, self.device)
         self.prefix = _layer_list(model, spec.num_layers)
+        out = model.get_output_embeddings()
+        self.head = next((name for name, mod in model.named_modules() if mod is out), "lm_head")
         self.model = add_lora(model, adapter)
         self.rg0, self.gc = rg0, gc
 
@@ -217,7 +223,7 @@ class _Meter:
         fc = flop_counter()
         with ctx, fc, torch.no_grad(), _meta_autocast(self.device):
             m(input_ids=ids, attention_mask=mask, use_cache=False)
-        return _per_layer(fc, self.prefix, self.spec.num_layers)
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
 
     def train(self, b: int, L: int, gc: bool) -> list[int]:
         from .reference import _meta_autocast, flop_counter
@@ -240,7 +246,7 @@ class _Meter:
             m.disable_input_require_grads()
         if gc:
             m.gradient_checkpointing_disable()
-        return _per_layer(fc, self.prefix, self.spec.num_layers)
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
 
     def decode(self, p: int) -> list[int]:
         """One decode step after a prefill of p tokens (p + 1 keys)."""
@@ -256,7 +262,7 @@ class _Meter:
             fc = flop_counter()
             with fc:
                 m(input_ids=ids[:, p:], attention_mask=mask, past_key_values=out.past_key_values, use_cache=True)
-        return _per_layer(fc, self.prefix, self.spec.num_layers)
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
 
 
 def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
@@ -360,7 +366,7 @@ def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
 
 def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     m = _Meter(spec, adapter, rg0, gc)
-    n, w, name = spec.num_layers, spec.windows, spec.name
+    n, w, name = spec.num_layers + 1, spec.windows + (0,), spec.name  # + the rest of the model
     fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name)
     base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name)
     t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name)
@@ -370,16 +376,17 @@ def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> d
     # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
     p1, p2 = 3, 4
     d1, d2 = m.decode(p1), m.decode(p2)
-    dec_tok = 0
+    dec_tok = dec_pair = 0
     for i in range(n):
         slope = d2[i] - d1[i]
-        pair = fwd[i].get("pair", 0)
-        if slope != pair:
-            raise RaceError(f"{name}: a traced decode step of layer {i} costs {slope} FLOPs per cached key, "
-                            f"its forward {pair} per (query, key) pair", "report it with the config")
+        # beyond the pairs of its forward, a decode step may re-expand every cached key (MLA's
+        # latents, an indexer's keys): per decode pair
+        dec_pair += slope - fwd[i].get("pair", 0)
         dec_tok += d1[i] - slope * (p1 + 1) - fwd[i].get("tok", 0) - fwd[i].get("call", 0)
     if dec_tok:
         out["fwd"]["dec_tok"] = dec_tok
+    if dec_pair:
+        out["fwd"]["dec_pair"] = dec_pair
     return out
 
 
@@ -404,12 +411,31 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
     return units, sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+CPU_LIMIT = 20_000_000
+"""Parameters up to which a model whose code needs data (.item() on the meta device: Mamba
+scans, data-dependent routing) is traced on the CPU with random weights instead."""
+
+
+@functools.lru_cache(maxsize=256)
 def _device(config: str) -> str:
-    """meta, unless the modeling code needs data (some scans call .item()): then CPU, tiny only."""
-    return _DEVICE.get(config, "meta")
+    """meta, unless the modeling code needs data: then the CPU for a small model, else refused."""
+    import torch
 
-
-_DEVICE: dict[str, str] = {}
+    with _quiet():
+        model = _build(json.loads(config), "meta")
+        ids = torch.full((1, 5), 3, dtype=torch.long, device="meta")
+        try:
+            with torch.no_grad():
+                model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+            return "meta"
+        except (RuntimeError, NotImplementedError) as e:
+            n = sum(p.numel() for p in model.parameters())
+            if n > CPU_LIMIT:
+                raise RaceError(f"{json.loads(config).get('model_type')}: its modeling code cannot run on the meta "
+                                f"device ({str(e).splitlines()[0][:80]}), and at {n:,} parameters it is too big to "
+                                "trace on the CPU", "price a smaller config of the same family (FLOPs per token "
+                                "scale with its widths), or add a recipe") from None
+            return "cpu"
 
 
 # ---- specs ----------------------------------------------------------------------------------------
