@@ -116,7 +116,13 @@ _PEFT_DOWN = {pattern: next(n for n, p in conv.items() if p == "experts.down_pro
 _PARAM_TARGETS = ("experts.gate_up_proj", "experts.down_proj", "gate.weight", "router.weight")
 """peft target_parameters this accounting follows: the expert stacks and the router weight."""
 
-TARGET_NAMES = tuple(sorted(set(LINEAR_NAMES).union(*_PEFT_MOE_MAP.values(), _PARAM_TARGETS, {ALL_LINEAR})))
+TRACED_NAMES = ("in_proj", "c_attn", "c_proj", "c_fc", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h",
+                "fc1", "fc2", "qkv", "wqkv", "w_in", "w_out", "x_proj", "dt_proj")
+"""Module names of families priced by the traced path (GPT-2, Mamba hybrids, ...): what peft adapts
+there is read off the real model (suite.accounting.traced)."""
+
+TARGET_NAMES = tuple(sorted(set(LINEAR_NAMES).union(*_PEFT_MOE_MAP.values(), _PARAM_TARGETS, {ALL_LINEAR},
+                                                    TRACED_NAMES)))
 """Every LoRA target name the accounting knows (a name a model lacks adapts nothing there)."""
 
 

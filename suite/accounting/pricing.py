@@ -64,6 +64,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
             add_stat(out, f"{prefix}.{attn}.{stat[5:]}", v)
         elif stat in ("row", "chunk"):
             add_stat(out, f"{prefix}.{stat}s", v)
+        elif stat == "chunk2":
+            add_stat(out, f"{prefix}.chunks2", v)
         elif stat == "call":
             if calls:
                 add_stat(out, f"{prefix}.calls", v)

@@ -47,7 +47,7 @@ PATH_TRACED = "traced"
 FIT_LENGTHS = (5, 9, 16)
 """Sequence lengths the per-layer fit solves on (tok, pair, row); CHECK_LENGTHS verify it."""
 CHECK_LENGTHS = (100,)
-CHUNK_LENGTHS = (5, 9, 70, 135, 200)
+CHUNK_LENGTHS = (5, 9, 70, 150, 230, 260)
 """Lengths of the chunked fit (adds the per-chunk term), used when the plain fit fails."""
 CALL_LENGTH = 5
 """Length of the batch-2 pass that separates per-call from per-row constants."""
@@ -111,7 +111,8 @@ class TracedSpec:
     @property
     def needs(self) -> Needs:
         """Work statistics its coefficients may use: every kind (those it does not use price at 0)."""
-        return Needs(windows=tuple(sorted({w for w in self.windows if w})), decode=True, chunks=True, calls=True)
+        return Needs(windows=tuple(sorted({w for w in self.windows if w})), decode=True, chunks=True, calls=True,
+                     chunks2=True)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "model_type": self.model_type, "priced_by": self.path,
@@ -283,16 +284,17 @@ def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
 
 def _basis(L: int, chunked: bool) -> list[Fraction]:
     out = [Fraction(L), Fraction(L * L), Fraction(1)]
-    return out + [Fraction(math.ceil(L / CHUNK))] if chunked else out
+    c = math.ceil(L / CHUNK)
+    return out + [Fraction(c), Fraction(c * c)] if chunked else out
 
 
-_STATS = ("tok", "pair", "row", "chunk")
+_STATS = ("tok", "pair", "row", "chunk", "chunk2")
 
 
 def _fit(measure, n_layers: int, what: str, name: str) -> list[dict]:
     """Per-layer {stat: FLOPs} of a pass measured at batch 1 over several lengths, exact."""
     for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
-                                     (True, CHUNK_LENGTHS[:4], CHUNK_LENGTHS[4:] + CHECK_LENGTHS)):
+                                     (True, CHUNK_LENGTHS[:5], CHUNK_LENGTHS[5:] + CHECK_LENGTHS)):
         got = {L: measure(1, L) for L in (*lengths, *checks)}
         out, ok = [], True
         for i in range(n_layers):
@@ -305,7 +307,7 @@ def _fit(measure, n_layers: int, what: str, name: str) -> list[dict]:
         if ok:
             return out
     raise RaceError(f"{name}: the traced {what} of this model is not of the form the accounting prices "
-                    "(linear in tokens, quadratic attention, per-sequence and per-64-token-chunk terms)",
+                    "(linear in tokens, quadratic attention, per-sequence, per-64-token-chunk and chunks-squared terms)",
                     "report it with the config; its FLOPs would be a guess")
 
 
