@@ -477,10 +477,15 @@ class Provenance:
     """estimated: {prompt_tokens, completion_tokens, reward_tokens} every step was priced from."""
     reference_cell: str | None = None
     """The suite reference cell the run was made from, if any."""
+    assumptions: tuple[Mapping[str, Any], ...] | None = None
+    """What the log did not say and the report assumed: [{field, value, why, low?, high?}]."""
 
     def to_report(self) -> dict:
         """The `provenance` section (fields not given are left out)."""
-        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.__dict__.items() if v is not None}
+        out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.__dict__.items() if v is not None}
+        if self.assumptions is not None:
+            out["assumptions"] = [dict(a) for a in self.assumptions]
+        return out
 
 
 @dataclass(frozen=True)
@@ -494,6 +499,13 @@ class Means:
     reward_tokens: float | None = None
     """Mean tokens a reward model scores per completion; None: prompt + completion (model
     rewards) or nothing (rule rewards)."""
+    environment_tokens: float = 0
+    """Multi-turn: mean environment/tool tokens per completion (prefill); completion_tokens are
+    then the policy's own."""
+    turns: float = 1
+    """Multi-turn: mean policy turns per rollout."""
+    kept_share: float | None = None
+    """Share of the generated completions the update trained on (None: all)."""
 
 
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
@@ -549,8 +561,42 @@ def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: st
     doc["pretraining"] = share_of_pretraining(totals["flops"]["total"], policy)
     if sources is not None:
         doc["sources"] = sources
+    ro = rollouts_section(totals, spec)
+    if ro is not None:
+        doc["rollouts"] = ro
     schemas.check_report(doc)
     return doc
+
+
+def rollouts_section(totals: Mapping[str, Any], spec: RunSpec) -> dict | None:
+    """The report's `rollouts` section (1.2), from the summed work (count.completions,
+    count.discarded, count.rollout_env) and what the run description says (spec.rollouts:
+    turns, reasons, off-policy lag, how updates consume a batch); None for a plain run.
+    Discarded completions' rollout FLOPs are their share of the rollout FLOPs (every completion
+    priced at the step's means)."""
+    work, desc = totals.get("work") or {}, dict(spec.rollouts or {})
+    generated = int(work.get("count.completions", 0))
+    discarded = int(work.get("count.discarded", 0))
+    env = int(work.get("count.rollout_env", 0))
+    if not (desc or discarded or env) or not generated:
+        return None
+    out: dict[str, Any] = {"generated": generated, "trained": generated - discarded, "discarded": discarded,
+                           "discarded_share": discarded / generated,
+                           "discarded_rollout_flops": round(totals["flops"]["rollout"] * discarded / generated)}
+    if desc.get("reasons"):
+        out["reasons"] = list(desc["reasons"])
+    if env:
+        out["multi_turn"] = {"environment_tokens": env, "turns": float(desc.get("turns") or 1)}
+        if desc.get("max_turns"):
+            out["multi_turn"]["max_turns"] = int(desc["max_turns"])
+    if desc.get("off_policy"):
+        out["off_policy"] = dict(desc["off_policy"])
+    up = desc.get("updates")
+    if up:
+        mu = spec.grpo.num_iterations
+        steps = int(up.get("optimizer_steps_per_generation") or (mu if up["kind"] == "epochs" else 1))
+        out["updates"] = {"kind": up["kind"], "optimizer_steps_per_generation": steps, "passes_per_token": mu}
+    return out
 
 
 def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *, provenance: Provenance,
@@ -607,9 +653,11 @@ def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:
     policy = _model_spec(spec.policy)
     reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
     try:
+        n = spec.grpo.group_size * spec.grpo.prompts_per_step
         one = step_flops(policy, spec.adapter, spec.grpo, means.prompt_tokens, means.completion_tokens,
                          engine=spec.engine_profile, attention=spec.attention, reward_model=reward_model,
-                         reward_tokens=means.reward_tokens)
+                         reward_tokens=means.reward_tokens, environment_tokens=means.environment_tokens,
+                         turns=means.turns, kept=None if means.kept_share is None else n * means.kept_share)
     except RaceError as e:
         raise RaceError(f"estimate: {e.message}", e.hint or "check the mean lengths against max_completion_tokens") \
             from None
