@@ -665,28 +665,42 @@ def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:
     return work, phase_flops(work, policy, spec.adapter, spec.grpo, reward_model, spec.engine_profile, spec.attention)
 
 
-def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
-                   evaluations: list[Mapping[str, Any]] | None = None) -> Report:
+def build_estimate(run_spec: RunSpec, means: Means | None = None, *, created: str | None = None,
+                   evaluations: list[Mapping[str, Any]] | None = None,
+                   stages: list[tuple[str, RunSpec, Means]] | None = None) -> Report:
     """A report from aggregate numbers (a paper's setup table): every one of the spec's
     declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
     the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger. A
     published run (spec.sources) gets its `sources` section: each number's source, the
     assumptions and the estimate's range over them (suite.record.sources).
 
-    Args: `run_spec` (its `steps` declared), `means` (Means), `created`, `evaluations` as for
-    build_report. Returns the Report (schema-checked).
+    A staged run (`stages`: [(name, stage spec, stage means)], in order) is priced stage by
+    stage: its totals are the sum of the stages' (each its own K, prompts per step, caps, mu,
+    means), its `stages` section lists each, its grpo section is the last stage's, its
+    provenance means are the step-weighted means of the stages, and `run_spec` gives what the
+    whole run shares (identity, hardware, sources).
+
+    Args: `run_spec` (its `steps` declared, unless staged), `means` (Means; None when staged),
+    `created`, `evaluations` as for build_report, `stages`. Returns the Report (schema-checked).
     """
     from ..accounting import tokens_from_work
 
-    spec = run_spec
-    if not spec.steps:
-        raise RaceError("an estimate needs the number of optimizer steps the run took",
-                        "add `steps: N` to the run description (the setup table's step count)")
-    work, flops = _estimate(spec, means)
+    stage_rows = None
+    if stages:
+        spec, means, work, flops, stage_rows, price = _staged(run_spec, stages)
+    else:
+        spec = run_spec
+        if not spec.steps:
+            raise RaceError("an estimate needs the number of optimizer steps the run took",
+                            "add `steps: N` to the run description (the setup table's step count)")
+        work, flops = _estimate(spec, means)
+
+        def price(s, m):
+            return sum(_estimate(s, m)[1].values())
     reward_tokens = None
     if spec.reward.model:
         reward_tokens = means.reward_tokens if means.reward_tokens is not None \
-            else means.prompt_tokens + means.completion_tokens
+            else means.prompt_tokens + means.completion_tokens + means.environment_tokens
     prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
                       means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
                              "reward_tokens": reward_tokens})
@@ -694,10 +708,74 @@ def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = Non
     if spec.sources is not None:
         from .sources import section
 
-        sources = section(spec, means, sum(flops.values()), lambda s, m: sum(_estimate(s, m)[1].values()))
-    return Report(_document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
-                            run_id=spec.id or spec.label or "estimate", created=created, times=None,
-                            evaluations=evaluations, notes=None, ledger=None, sources=sources))
+        sources = section(spec, means, sum(flops.values()), price)
+    doc = _document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
+                    run_id=spec.id or spec.label or "estimate", created=created, times=None,
+                    evaluations=evaluations, notes=None, ledger=None, sources=sources)
+    if stage_rows is not None:
+        doc["stages"] = stage_rows
+        schemas.check_report(doc)
+    return Report(doc)
+
+
+def _weighted(stages: list[tuple[str, RunSpec, Means]], field: str) -> float | None:
+    vals = [(s.steps, getattr(m, field)) for _, s, m in stages]
+    if any(v is None for _, v in vals):
+        return None
+    return sum(n * v for n, v in vals) / sum(n for n, _ in vals)
+
+
+def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
+    """(spec, means, work, flops, stages section, price) of a staged estimate."""
+    from ..accounting import add_work, tokens_from_work
+
+    rows, works, flops = [], [], dict.fromkeys(PHASES, 0)
+    for name, s, m in stages:
+        if not s.steps:
+            raise RaceError(f"estimate: stage {name} needs its number of optimizer steps", "add `steps: N` to the stage")
+        w, f = _estimate(s, m)
+        works.append(w)
+        for ph in PHASES:
+            flops[ph] += f[ph]
+        g = s.grpo
+        mrow = {"prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens}
+        if m.environment_tokens:
+            mrow["environment_tokens"] = m.environment_tokens
+        if m.kept_share is not None:
+            mrow["kept_share"] = m.kept_share
+        row = {"name": name, "steps": s.steps,
+               "grpo": {"group_size": g.group_size, "prompts_per_step": g.prompts_per_step,
+                        "max_completion_tokens": g.max_completion_tokens, "num_iterations": g.num_iterations},
+               "means": mrow, "flops": {**{ph: int(f[ph]) for ph in PHASES}, "total": int(sum(f.values()))},
+               "tokens": {k: int(v) for k, v in tokens_from_work(w).items()}}
+        if s.hardware is not None and s.hardware != run_spec.hardware:
+            row["hardware"] = s.hardware.to_report()
+        rows.append(row)
+    steps = sum(s.steps for _, s, _ in stages)
+    means = Means(_weighted(stages, "prompt_tokens"), _weighted(stages, "completion_tokens"),
+                  _weighted(stages, "reward_tokens"), environment_tokens=_weighted(stages, "environment_tokens") or 0,
+                  turns=_weighted(stages, "turns") or 1)
+    last = stages[-1][1]
+    spec = replace(last, steps=steps, hardware=run_spec.hardware, sources=run_spec.sources, id=run_spec.id,
+                   label=run_spec.label, evaluations=run_spec.evaluations, notes=run_spec.notes,
+                   rollouts=run_spec.rollouts)
+
+    def price(s, m):
+        """A staged run priced with the whole run's values moved to `s`, `m` (the sources' ends):
+        each stage's steps and means scaled by the same factor, K/B/mu/beta set on every stage."""
+        total = 0
+        for _, st, sm in stages:
+            g = st.grpo
+            for k in ("prompts_per_step", "group_size", "num_iterations", "beta"):
+                if getattr(s.grpo, k) != getattr(spec.grpo, k):
+                    g = replace(g, **{k: getattr(s.grpo, k)})
+            n = max(1, round(st.steps * s.steps / steps))
+            mm = replace(sm, **{k: getattr(sm, k) * getattr(m, k) / getattr(means, k)
+                                for k in ("prompt_tokens", "completion_tokens", "reward_tokens")
+                                if getattr(sm, k) is not None and getattr(means, k)})
+            total += sum(_estimate(replace(st, grpo=g, steps=n), mm)[1].values())
+        return total
+    return spec, means, add_work(*works), flops, rows, price
 
 
 __all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",

@@ -244,8 +244,18 @@ class CellSpec:
             for k in ("mean_prompt_tokens", "mean_completion_tokens", "mean_reward_tokens"):
                 if k in ch:
                     ch[k] = float(ch[k])
-            out.append(replace(self, stages=None, name=f"{self.name}/{st.get('name') or i + 1}", **ch))
+            out.append(_checked(replace(self, stages=None, name=f"{self.name}/{st.get('name') or i + 1}", **ch)))
         return out
+
+    def estimate(self, *, created: str | None = None, evaluations=None):
+        """`race report --estimate`: the record.report.Report priced from this cell's setup table,
+        stage by stage when it has `stages` (totals their sum)."""
+        from ..record.report import build_estimate
+
+        if self.stages:
+            stages = [(c.name.rsplit("/", 1)[1], c.run_spec(), c.means()) for c in self.stage_cells()]
+            return build_estimate(self.run_spec(), created=created, evaluations=evaluations, stages=stages)
+        return build_estimate(self.run_spec(), self.means(), created=created, evaluations=evaluations)
 
     def needs_to_train(self) -> None:
         """RaceError unless the cell has what training needs beyond a description: data and a budget."""
