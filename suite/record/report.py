@@ -762,7 +762,8 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
 
     def price(s, m):
         """A staged run priced with the whole run's values moved to `s`, `m` (the sources' ends):
-        each stage's steps and means scaled by the same factor, K/B/mu/beta set on every stage."""
+        each stage's steps and means scaled by the same factor (a mean at most its stage's cap),
+        K/B/mu/beta set on every stage."""
         total = 0
         for _, st, sm in stages:
             g = st.grpo
@@ -773,6 +774,8 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
             mm = replace(sm, **{k: getattr(sm, k) * getattr(m, k) / getattr(means, k)
                                 for k in ("prompt_tokens", "completion_tokens", "reward_tokens")
                                 if getattr(sm, k) is not None and getattr(means, k)})
+            cap = st.grpo.max_completion_tokens - sm.environment_tokens   # a stage's mean stays under its cap
+            mm = replace(mm, completion_tokens=min(mm.completion_tokens, cap))
             total += sum(_estimate(replace(st, grpo=g, steps=n), mm)[1].values())
         return total
     return spec, means, add_work(*works), flops, rows, price
