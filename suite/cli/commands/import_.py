@@ -10,10 +10,12 @@ from suite.cli import command
 
 @command("import", help="turn a verl or TRL training log into a RACE ledger and report (LoRA-correct FLOPs)")
 def configure(p):
-    p.add_argument("engine", choices=["verl", "trl", "mlperf"],
+    p.add_argument("engine", metavar="ENGINE",
                    help="verl: the file logger's JSON Lines (VERL_FILE_LOGGER_PATH); "
                         "trl: a Trainer's trainer_state.json (or its checkpoint folder); "
-                        "mlperf: an MLPerf Training GRPO log (:::MLLOG lines, NeMo-RL's qwen35_397b_grpo)")
+                        "mlperf: an MLPerf Training GRPO log (:::MLLOG lines, NeMo-RL's qwen35_397b_grpo); "
+                        "or the name of a key map (tasks/engines/*.yaml: nemo-rl, prime-rl, slime, skyrl, openrlhf, "
+                        "roll, areal) for a metric log in JSON Lines or CSV; `map` with --key-map FILE for your own")
     p.add_argument("log", metavar="LOG", help="the log file to import")
     p.add_argument("--cell", required=True,
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
@@ -22,6 +24,8 @@ def configure(p):
     p.add_argument("--out", help="folder for ledger.jsonl, report.json and comparison.json "
                                  "(default: race-import/ beside the log)")
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
+    p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
+                                                     "which logged keys give tokens, steps and phase seconds")
     p.add_argument("--engine-version", help="engine version written into the report "
                                             "(default: verl 0.9.1; TRL: the installed trl)")
     p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-cpu", "generic"],
@@ -40,7 +44,12 @@ def run(args) -> int:
 
     cell = load_cell(args.cell, check_paths=False)
     out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
-    if args.engine == "mlperf":
+    if args.key_map or args.engine not in ("verl", "trl", "mlperf"):
+        from suite.integrations.keymaps import KEY_MAPS, import_metric_log, load_key_map
+
+        km = load_key_map(args.key_map) if args.key_map else KEY_MAPS[args.engine]
+        res = import_metric_log(args.log, km, cell, out, engine_version=args.engine_version, force=args.force)
+    elif args.engine == "mlperf":
         from suite.integrations.mlperf import import_mlperf
 
         res = import_mlperf(args.log, cell, out, engine_version=args.engine_version or "0.6.0", force=args.force)
@@ -53,7 +62,7 @@ def run(args) -> int:
     report = Report(res.doc, str(res.report))
     print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
           f"update share p = {report.update_share:.3f}")
-    if args.engine == "mlperf":
+    if args.engine not in ("verl", "trl") or args.key_map:
         print(phase_table(report))
     else:
         print(res.comparison.table())
