@@ -114,3 +114,21 @@ def test_log_without_valid_tokens_names_the_key(tmp_path):
     bad.write_text(TRIMMED.read_text().replace('"global_valid_toks"', '"valid_toks"'))
     with pytest.raises(RaceError, match="has no 'global_valid_toks'"):
         import_mlperf(bad, load_cell(CELL, check_paths=False), tmp_path / "out")
+
+
+def test_report_table_shows_time_beside_flops(imported):
+    """race report --format: per-phase wall seconds, achieved FLOP/s and utilization beside the FLOP
+    shares. On the reference run the rollout takes the wall time and the update the FLOPs."""
+    from suite.site import tables
+
+    out, doc = imported
+    row = tables.table_rows([("mlperf", doc)])[0]
+    secs, flops = doc["totals"]["seconds"], doc["totals"]["flops"]
+    assert secs["rollout"] > secs["update"] and flops["update"] > flops["rollout"]
+    peak = doc["hardware"]["peak_flops"] * doc["hardware"]["count"]
+    assert row.phase_utilization["update"] == pytest.approx(flops["update"] / secs["update"] / peak)
+    md = tables.render_table([row], "markdown")
+    assert "utilization (rollout / update / reward)" in md and "wall seconds (rollout / update / reward)" in md
+    assert f"{secs['rollout']:,.0f} / {secs['update']:,.0f} / —" in md
+    rec = json.loads(tables.render_table([row], "json"))["rows"][0]
+    assert rec["utilization"]["rollout"] == pytest.approx(flops["rollout"] / secs["rollout"] / peak)
