@@ -252,6 +252,12 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
     map's engine profile). Returns the ImportResult."""
     from .importers import import_steps
 
+    if not isinstance(km, KeyMap):      # a plugin's map: a mapping of the schema's fields
+        from ..record import schemas
+
+        d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
+        schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
+        km = KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ())})
     steps = steps_from_log(path, km, cell)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
