@@ -246,20 +246,23 @@ class StepFlops:
 
 def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prompt_tokens: float,
                completion_tokens: float, engine: str = "generic", attention: str = "causal",
-               reward_model: ModelSpec | None = None, reward_tokens: float | None = None) -> StepFlops:
+               reward_model: ModelSpec | None = None, reward_tokens: float | None = None, *,
+               kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> StepFlops:
     """work_from_means + phase_flops for one step. With a reward model and no reward_tokens,
     the reward model scores `reward_tokens_of` (prompt + completion) tokens per sequence.
+    kept, environment_tokens, turns: discarded rollouts and multi-turn rollouts (work_from_means).
 
     Args: `policy`, `adapter`, `settings`; `prompt_tokens` and `completion_tokens`, the mean
     lengths; `engine`, `attention`, `reward_model`, `reward_tokens`. Returns the StepFlops (work,
     flops per phase, tokens).
     """
     if reward_model is not None and reward_tokens is None:
-        reward_tokens = reward_tokens_of(prompt_tokens, completion_tokens)
+        reward_tokens = reward_tokens_of(prompt_tokens, completion_tokens + (environment_tokens or 0))
     if reward_model is None:
         reward_tokens = None
     work = work_from_means(prompt_tokens, completion_tokens, settings, engine, reward_tokens,
-                           policy=policy, reward_model=reward_model)
+                           policy=policy, reward_model=reward_model, kept=kept,
+                           environment_tokens=environment_tokens, turns=turns)
     passes = pass_breakdown(work, policy, adapter, settings, reward_model, attention=attention)
     flops = dict.fromkeys(PHASES, 0)
     for phase, _, f in passes:

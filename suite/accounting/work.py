@@ -110,7 +110,8 @@ def _tri(n):
 
 def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
                 reward: list | None, iterations: int, generation: bool,
-                needs: tuple["Needs", "Needs"] | None = None, reward_widths: list | None = None) -> dict:
+                needs: tuple["Needs", "Needs"] | None = None, reward_widths: list | None = None,
+                exact: bool = False) -> dict:
     """The work of one generation batch (generation=True) plus `iterations` training passes;
     `needs` (policy's, reward model's) adds the statistics other architectures need.
     reward_widths: the padded width of each sequence the reward model ran over (None: unpadded)."""
@@ -163,6 +164,8 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
             w["reward.attn_full"] = sum(r * r for r in run)
             w["reward.heads"] = sum(run)       # score heads project every position, padding included
             w["count.reward"] = sum(reward)
+    if exact:  # unrounded, for shape_rollouts
+        return w
     return {key: int(round(v)) for key, v in w.items()}
 
 
@@ -346,11 +349,18 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
 
 def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GRPOSettings,
                     engine: str = "generic", reward_tokens: float | None = None, *,
-                    policy: ModelSpec | None = None, reward_model: ModelSpec | None = None) -> dict:
+                    policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                    kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> dict:
     """Work of one GRPO step (a generation batch of K*B completions and mu updates) when every
     prompt has `prompt_tokens` and every completion `completion_tokens` tokens (means may be
     fractional; each work entry is rounded to an integer). reward_tokens: tokens per sequence
     scored by a reward model, None for rule rewards.
+
+    What real runs do (`shape_rollouts`): `kept`, the completions per generation batch the update
+    trains on (default all K*B; the rest were generated and discarded: filtered groups, overlong
+    masks, stale samples dropped); `environment_tokens`, tool/environment tokens per completion
+    that a multi-turn rollout feeds back into the context (prefill, never decode), over `turns`
+    policy turns (completion_tokens are then the policy's own tokens only).
 
     settings: the GRPO settings; engine: the profile the work is built for. Returns the work (a
     Work built for `engine`).
@@ -358,8 +368,9 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
     prof = get_engine(engine)
     (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False, scalar=True)
     (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False, scalar=True)
-    if c > settings.max_completion_tokens:
-        raise RaceError(f"completion_tokens {c:g} exceeds max_completion_tokens={settings.max_completion_tokens}")
+    e = _check_env(environment_tokens, turns, c)
+    if c + e > settings.max_completion_tokens:
+        raise RaceError(f"completion_tokens {c + e:g} exceeds max_completion_tokens={settings.max_completion_tokens}")
     n = settings.group_size * settings.prompts_per_step
     r = None
     if reward_tokens is not None:
@@ -367,8 +378,74 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
         r = [rt] * n
     if prof.padded:  # every row equally long: padding only from pad_to_multiple_of
         p, c = (math.ceil(p), math.ceil(c)) if settings.pad_to_multiple_of else (p, c)
-    return Work(_build_work([p] * n, [c] * n, settings, prof, r, settings.num_iterations, True,
-                            _needs(policy, reward_model)), engine)
+    if kept is None and not e:
+        return Work(_build_work([p] * n, [c] * n, settings, prof, r, settings.num_iterations, True,
+                                _needs(policy, reward_model)), engine)
+    raw = _build_work([p] * n, [c + e] * n, settings, prof, r, settings.num_iterations, True,
+                      _needs(policy, reward_model), exact=True)
+    return Work(shape_rollouts(raw, n, c, e, turns, n if kept is None else kept, prof), engine)
+
+
+def _check_env(environment_tokens, turns, c) -> float:
+    if isinstance(turns, bool) or not isinstance(turns, numbers.Real) or not math.isfinite(turns) or turns < 1:
+        raise RaceError(f"turns = {turns!r} must be a number >= 1", "policy turns per multi-turn rollout")
+    if turns > c:
+        raise RaceError(f"turns = {turns:g} exceeds the policy's {c:g} tokens per completion",
+                        "every turn generates at least one token")
+    if environment_tokens in (0, None):
+        if turns != 1:
+            raise RaceError(f"turns = {turns:g} without environment_tokens",
+                            "a multi-turn rollout feeds tool/environment tokens back between turns")
+        return 0
+    (e,) = _check_lengths([environment_tokens], "environment_tokens", integral=False, scalar=True)
+    return e
+
+
+def shape_rollouts(raw: dict, n: int, c: float, e: float, turns: float, kept: float,
+                   prof: EngineProfile) -> dict:
+    """Work of a batch whose rollouts were not all trained on, or were multi-turn, from the raw
+    work of `n` completions of c + e tokens each (unrounded, as `_build_work(exact=True)` gives it).
+
+    - Multi-turn (e > 0 environment tokens per completion over `turns` policy turns): every token
+      still passes the policy once and attends to its whole prefix (prefix caching keeps the
+      context between turns), but environment tokens are prefilled, not decoded: no LM-head
+      position in the rollout (and none in training passes that score only completion tokens),
+      and, for models whose decode differs from their prefill (MLA, linear attention), the
+      environment tokens and each later turn's first token move from decode to prefill (the
+      turns assumed evenly interleaved).
+    - Discarded rollouts (kept < n): generation (and the reward, which decides what is kept)
+      ran for all n; every update pass (train, old-policy, reference) runs over the kept ones only.
+
+    count.rollout_completion counts the policy's tokens; count.rollout_env the environment
+    tokens; count.discarded the completions generated and never trained on."""
+    if isinstance(kept, bool) or not isinstance(kept, numbers.Real) or not 0 <= kept <= n:
+        raise RaceError(f"kept = {kept!r} completions: must be between 0 and the {n} generated",
+                        "kept counts the completions the update trained on")
+    w = dict(raw)
+    if e:
+        w["rollout.lm_head"] -= n * e
+        w["count.rollout_completion"] = n * c
+        w["count.rollout_env"] = n * e
+        if prof.lm_head_train == "completion":
+            for part in ("train", "old", "ref"):
+                w[f"update.{part}.lm_head"] *= c / (c + e)
+        if "rollout.decode_tokens" in w:
+            moved = e + turns - 1
+            naive = c + e - 1
+            w["rollout.decode_tokens"] -= n * moved
+            w["rollout.prefill_tokens"] += n * moved
+            w["rollout.decode_pairs"] *= (naive - moved) / naive if naive else 0
+        if "rollout.rows" in w and turns > 1:  # each later turn's prefill is one more scanned chunk run
+            w["rollout.rows"] += n * (turns - 1)
+            w["rollout.chunks"] += n * (turns - 1) * math.ceil((e / (turns - 1) + 1) / CHUNK)
+    if kept != n:
+        f = kept / n
+        for key in list(w):
+            if key.startswith("update.") and not key.endswith(".calls"):
+                w[key] *= f
+        w["count.update"] *= f
+        w["count.discarded"] = n - kept
+    return {key: int(round(v)) for key, v in w.items()}
 
 
 def _needs(policy: ModelSpec | None, reward_model: ModelSpec | None) -> tuple[Needs, Needs] | None:
@@ -404,7 +481,8 @@ def tokens_from_work(work: dict) -> dict:
 
 _EXTRA_KEY = re.compile(r"^(?:(?:rollout|update\.train|update\.old|update\.ref|reward)\.(?:attn_(?:causal|full)\.w[1-9][0-9]*"
                         r"|rows|chunks|chunks2)|(?:rollout|update\.train|update\.old)\.calls"
-                        r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs))$")
+                        r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs)"
+                        r"|count\.(?:rollout_env|discarded))$")
 """Work keys `Needs` adds (calls only where the adapter runs: not the reference, not the reward model)."""
 
 
@@ -418,6 +496,5 @@ def check_work(work: dict) -> None:
             raise RaceError(f"work['{key}'] = {v!r} must be a non-negative integer")
 
 
-__all__ = ["ATTENTION", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "COUNT_KEYS", "CHUNK", "Work", "Needs",
-           "work_from_lengths", "work_from_means", "add_work", "tokens_from_work", "reward_tokens_of",
-           "reward_tokens_bound"]
+__all__ = ["ATTENTION", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "COUNT_KEYS", "CHUNK", "Work", "Needs", "work_from_lengths",
+           "work_from_means", "shape_rollouts", "add_work", "tokens_from_work", "reward_tokens_of", "reward_tokens_bound"]
