@@ -60,7 +60,7 @@ NO_RECIPE = {  # issue 28's list (tiny random configs); olmoe stands for a type 
                          qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, index_topk=8, index_n_heads=2,
                          index_head_dim=16, num_key_value_heads=2),
     "nemotron_h": dict(TINY, num_hidden_layers=4, mamba_num_heads=2, mamba_head_dim=16, ssm_state_size=8, n_groups=1,
-                       chunk_size=64, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
+                       n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
     "olmoe": dict(TINY, num_experts=4, num_experts_per_tok=2),
 }
 FAST = ("olmoe",)  # the quick lane traces one unseen type; the list runs in the full suite

@@ -28,6 +28,7 @@ Needs torch and transformers (the light core prices catalogued models without th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -82,6 +83,8 @@ class TracedSpec:
     score_bias: bool = False
     num_experts: int = 0
     experts_per_token: int = 0
+    chunk: int = CHUNK
+    """Chunk length of a chunked scan (the config's chunk_size, Mamba-2; else 64)."""
     traced: bool = True
     path: str = PATH_TRACED
 
@@ -112,7 +115,7 @@ class TracedSpec:
     def needs(self) -> Needs:
         """Work statistics its coefficients may use: every kind (those it does not use price at 0)."""
         return Needs(windows=tuple(sorted({w for w in self.windows if w})), decode=True, chunks=True, calls=True,
-                     chunks2=True)
+                     chunks2=True, chunk_size=self.chunk)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "model_type": self.model_type, "priced_by": self.path,
@@ -282,25 +285,27 @@ def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
     return [a[i][n] / a[i][i] for i in range(n)]
 
 
-def _basis(L: int, chunked: bool) -> list[Fraction]:
+def _basis(L: int, chunked: bool, chunk: int = CHUNK) -> list[Fraction]:
     out = [Fraction(L), Fraction(L * L), Fraction(1)]
-    c = math.ceil(L / CHUNK)
+    c = math.ceil(L / chunk)
     return out + [Fraction(c), Fraction(c * c)] if chunked else out
 
 
 _STATS = ("tok", "pair", "row", "chunk", "chunk2")
 
 
-def _fit(measure, n_layers: int, what: str, name: str) -> list[dict]:
+def _fit(measure, n_layers: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
     """Per-layer {stat: FLOPs} of a pass measured at batch 1 over several lengths, exact."""
+    k = chunk / CHUNK  # the chunked lengths scale with the chunk (crossing 1, 2, 3 chunk boundaries)
+    scaled = tuple(L if L < 10 else int(L * k) for L in CHUNK_LENGTHS + CHECK_LENGTHS)
     for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
-                                     (True, CHUNK_LENGTHS[:5], CHUNK_LENGTHS[5:] + CHECK_LENGTHS)):
+                                     (True, scaled[:5], scaled[5:])):
         got = {L: measure(1, L) for L in (*lengths, *checks)}
         out, ok = [], True
         for i in range(n_layers):
-            sol = _solve([_basis(L, chunked) for L in lengths], [got[L][i] for L in lengths])
+            sol = _solve([_basis(L, chunked, chunk) for L in lengths], [got[L][i] for L in lengths])
             if sol is None or any(x.denominator != 1 for x in sol) or any(
-                    sum(c * b for c, b in zip(sol, _basis(L, chunked))) != got[L][i] for L in checks):
+                    sum(c * b for c, b in zip(sol, _basis(L, chunked, chunk))) != got[L][i] for L in checks):
                 ok = False
                 break
             out.append({s: int(v) for s, v in zip(_STATS, sol) if v})
@@ -317,10 +322,10 @@ def _calls(measure, per_layer: list[dict]) -> list[int]:
     return [2 * a - b for a, b in zip(one, two)]
 
 
-def _with_calls(measure, n: int, what: str, name: str) -> list[dict]:
+def _with_calls(measure, n: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
     """Per-layer stats of a pass, its batch-1 constant split into per-row and per-call parts."""
     measure = functools.lru_cache(maxsize=None)(measure)
-    layers = _fit(measure, n, what, name)
+    layers = _fit(measure, n, what, name, chunk)
     for c, k in zip(layers, _calls(measure, layers)):
         if k:
             c["call"] = k
@@ -369,10 +374,11 @@ def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
 def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     m = _Meter(spec, adapter, rg0, gc)
     n, w, name = spec.num_layers + 1, spec.windows + (0,), spec.name  # + the rest of the model
-    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name)
-    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name)
-    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name)
-    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name) if gc else t1
+    k = spec.chunk
+    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name, k)
+    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name, k)
+    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name, k)
+    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name, k) if gc else t1
     out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(t1, fwd), w),
            "recompute": _sum(_diff(t2, t1), w)}
     # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
@@ -394,9 +400,10 @@ def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> d
 
 def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     """What `costs.model_costs` gives for a recipe: FLOPs per stat of the forward with the
-    adapter, without it, the backward and the checkpoint recompute (measured, fitted, cached)."""
+    adapter, without it, the backward and the checkpoint recompute (measured, fitted, cached
+    per config: the name is not part of the key)."""
     _need_torch()
-    return _costs(spec, adapter, rg0, gc)
+    return _costs(dataclasses.replace(spec, name=spec.model_type), adapter, rg0, gc)
 
 
 @functools.lru_cache(maxsize=128)
@@ -496,7 +503,8 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     return TracedSpec(name=name, model_type=cfg["model_type"], config=canon, num_layers=n, hidden_size=h,
                       vocab_size=vocab, params_total=total, params_embedding=emb, windows=windows,
                       has_lm_head=has_head, tie_embeddings=bool(tied) and has_head, score_head=score, score_bias=bias,
-                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0))
+                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0),
+                      chunk=int(getattr(hf, "chunk_size", None) or getattr(hf, "mamba_chunk_size", None) or CHUNK))
 
 
 def spec_for(config, name: str | None = None):
