@@ -14,6 +14,20 @@ from test_families import HELD_OUT, OWN, config
 transformers = pytest.importorskip("transformers")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def traced_cache(tmp_path_factory):
+    """Traced coefficients persist in a directory of this module's own (never ~/.cache)."""
+    import os
+
+    old = os.environ.get("RACE_TRACED_CACHE")
+    os.environ["RACE_TRACED_CACHE"] = str(tmp_path_factory.mktemp("traced"))
+    yield os.environ["RACE_TRACED_CACHE"]
+    if old is None:
+        del os.environ["RACE_TRACED_CACHE"]
+    else:
+        os.environ["RACE_TRACED_CACHE"] = old
+
+
 def test_attribute_map_table_is_transformers_own():
     """The light core's alias table (no transformers import) is each config class's attribute_map."""
     for model_type in FAMILIES:
@@ -62,8 +76,9 @@ NO_RECIPE = {  # issue 28's list (tiny random configs); olmoe stands for a type 
     "nemotron_h": dict(TINY, num_hidden_layers=4, mamba_num_heads=2, mamba_head_dim=16, ssm_state_size=8, n_groups=1,
                        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
     "olmoe": dict(TINY, num_experts=4, num_experts_per_tok=2),
+    "gpt2": dict(n_embd=32, n_layer=2, n_head=2, vocab_size=128, n_positions=64),  # a plain non-gated MLP
 }
-FAST = ("olmoe",)  # the quick lane traces one unseen type; the list runs in the full suite
+FAST = ("gpt2",)  # the quick lane traces one unseen type; the list runs in the full suite (slow lane)
 LORA = {"nemotron_h": ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj"),  # peft refuses out_proj on Mamba
         "llama4_text": ("q_proj", "k_proj", "v_proj", "o_proj")}  # all-linear: HF's llama4 MoE breaks under peft
 
@@ -148,6 +163,23 @@ def test_gpt2_sequence_classifier_as_reward_model(tmp_path):
     s = GRPOSettings(group_size=2, prompts_per_step=1, max_completion_tokens=8)
     w = work_from_lengths([4], [8, 8], s, "trl", reward_lengths=[12, 12], policy=policy, reward_model=rm)
     assert phase_flops(w, policy, Adapter.from_rank(8), s, rm, attention="full")["reward"] == fc.get_total_flops()
+
+
+def test_traced_coefficients_are_measured_once_per_config(traced_cache, monkeypatch):
+    """A second process (the in-memory cache cleared) reads the coefficients back, measuring
+    nothing; the name of the model is not part of the key."""
+    from pathlib import Path
+
+    import suite.accounting.traced as traced
+    from suite.accounting import Adapter
+
+    cfg = {"model_type": "gpt2", "n_embd": 32, "n_layer": 1, "n_head": 2, "vocab_size": 96, "n_positions": 64}
+    before = set(Path(traced_cache).glob("gpt2-*.json"))
+    first = traced.traced_costs(traced.spec_for(cfg, "a"), Adapter(kind="full"), True, True)
+    assert len(set(Path(traced_cache).glob("gpt2-*.json")) - before) == 1
+    traced._costs.cache_clear()
+    monkeypatch.setattr(traced, "_measure_costs", lambda *a: pytest.fail("measured again"))
+    assert traced.traced_costs(traced.spec_for(cfg, "b"), Adapter(kind="full"), True, True) == first
 
 
 def test_traced_path_without_torch_says_what_it_needs(monkeypatch):

@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import json
+import os
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -148,6 +150,21 @@ def _hf_config(cfg: dict):
                         "the traced path prices any decoder transformers builds; check the config's model_type")
 
 
+@functools.lru_cache(maxsize=4)
+def _meta_model(config: str):
+    """The meta-device model of a canonical config, built once (from_config initialises every
+    module; a deep copy of the meta model costs a fraction of that)."""
+    return _build(json.loads(config), "meta")
+
+
+def _fresh(config: str, device: str):
+    """A model to measure (and to wrap with peft): a copy of the cached meta model, or on the CPU a
+    freshly initialised one (seeded)."""
+    import copy
+
+    return copy.deepcopy(_meta_model(config)) if device == "meta" else _build(json.loads(config), device)
+
+
 def _build(cfg: dict, device: str, seed: int = 0):
     import torch
     from transformers import AutoModelForCausalLM
@@ -200,7 +217,7 @@ class _Meter:
 
         self.spec, self.adapter = spec, adapter
         self.device = _device(spec.config)
-        model = _build(spec.config_dict, self.device)
+        model = _fresh(spec.config, self.device)
         self.prefix = _layer_list(model, spec.num_layers)
         out = model.get_output_embeddings()
         self.head = next((name for name, mod in model.named_modules() if mod is out), "lm_head")
@@ -364,11 +381,56 @@ def _quiet():
         hf_logging.set_verbosity(level)
 
 
+FORMAT = 1
+"""Version of the cached coefficients (bump when the fit changes)."""
+
+
+def cache_dir() -> Path | None:
+    """Where traced coefficients persist between runs: $RACE_TRACED_CACHE ('' or 'off': nowhere),
+    else $XDG_CACHE_HOME/race/traced (~/.cache/race/traced)."""
+    env = os.environ.get("RACE_TRACED_CACHE")
+    if env is not None:
+        return None if env in ("", "off") else Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "race" / "traced"
+
+
+def _cache_file(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> Path | None:
+    import peft
+    import torch
+    import transformers
+
+    root = cache_dir()
+    if root is None:
+        return None
+    key = json.dumps([FORMAT, spec.config, repr(adapter), rg0, gc, torch.__version__, transformers.__version__,
+                      peft.__version__], sort_keys=True)
+    return root / f"{spec.model_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
 @functools.lru_cache(maxsize=128)
 def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
-    """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them."""
+    """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them:
+    measured once per (config, adapter, rg0, checkpointing, library versions), then read back
+    from the cache directory."""
+    path = _cache_file(spec, adapter, rg0, gc)
+    if path is not None and path.is_file():
+        try:
+            got = json.loads(path.read_text())
+            if set(got) == {"fwd", "base", "bwd", "recompute"}:
+                return got
+        except (OSError, ValueError):
+            pass  # a damaged cache entry is measured again
     with _quiet():
-        return _measure_costs(spec, adapter, rg0, gc)
+        out = _measure_costs(spec, adapter, rg0, gc)
+    if path is not None:
+        try:
+            from ..atomic import write_json_atomic
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path, out)
+        except OSError:
+            pass  # a read-only cache only costs the next run a measurement
+    return out
 
 
 def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
@@ -413,7 +475,7 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
     from .reference import adapted_units, add_lora
 
     with _quiet():
-        model = add_lora(_build(spec.config_dict, "meta"), adapter)
+        model = add_lora(_fresh(spec.config, "meta"), adapter)
     units = tuple(LoraUnit(*u) for u in adapted_units(model))
     if adapter.kind == "lora" and not units:
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
@@ -431,7 +493,7 @@ def _device(config: str) -> str:
     import torch
 
     with _quiet():
-        model = _build(json.loads(config), "meta")
+        model = _meta_model(config)
         ids = torch.full((1, 5), 3, dtype=torch.long, device="meta")
         try:
             with torch.no_grad():
@@ -476,7 +538,7 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
                        sort_keys=True, default=str)
     with _quiet():
-        model = _build(json.loads(canon), "meta")
+        model = _meta_model(canon)
     n = hf.num_hidden_layers
     _layer_list(model, n)
     h, vocab = hf.hidden_size, hf.vocab_size
