@@ -193,3 +193,18 @@ def test_traced_path_without_torch_says_what_it_needs(monkeypatch):
     assert spec_for("Qwen3.5-397B-A17B").model_type == "qwen3_5_moe_text"
     with pytest.raises(RaceError, match="needs torch and transformers"):
         spec_for({"model_type": "olmoe", **NO_RECIPE["olmoe"]})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,card_total,tolerance", [
+    ("GLM-4.5-Air", 106, 1.0),                   # "106B total, 12B active" (MTP layer not built)
+    ("Llama-4-Scout-17B-16E", 109, 1.5),         # "109B total": the card counts the vision tower too
+])
+def test_traced_catalog_entries_match_the_model_cards(name, card_total, tolerance):
+    """Catalogued models of families with no recipe are priced by the traced path from their
+    transcribed config (meta device: no weights)."""
+    from suite.accounting.traced import priced_by, spec_for, traced_catalog_names
+
+    assert name in traced_catalog_names()
+    spec = spec_for(name)
+    assert priced_by(spec) == "traced" and abs(spec.params_total / 1e9 - card_total) <= tolerance

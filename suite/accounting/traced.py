@@ -580,6 +580,9 @@ def spec_for(config, name: str | None = None):
     if isinstance(config, (str, Path)):
         if in_catalog(str(config)):
             return load_spec(str(config))
+        hit = traced_catalog_lookup(str(config))
+        if hit is not None:
+            return traced_spec(_read_json(hit), hit.stem, f"catalog {hit.stem}")
         path = Path(config).expanduser()
         path = path / "config.json" if path.is_dir() else path
         if not path.is_file():
@@ -600,10 +603,25 @@ def spec_for(config, name: str | None = None):
     return traced_spec(cfg, name, where)
 
 
+TRACED_CATALOG = Path(__file__).with_name("catalog") / "traced"
+"""Catalog entries of families with no recipe (config facts only, each with its `_source`): priced
+by the traced path, so they need torch; `modelspec.catalog_names` lists the recipe ones."""
+
+
+def traced_catalog_names() -> list[str]:
+    """Names of the catalogued models of families with no recipe, sorted."""
+    return sorted(p.stem for p in TRACED_CATALOG.glob("*.json"))
+
+
+def traced_catalog_lookup(name: str) -> Path | None:
+    key = name.split("/")[-1].lower()
+    return next((TRACED_CATALOG / f"{n}.json" for n in traced_catalog_names() if n.lower() == key), None)
+
+
 def priced_by(spec) -> str:
     """'recipe' (an analytic recipe, no torch) or 'traced' (FlopCounterMode over the HF code)."""
     return getattr(spec, "path", PATH_RECIPE)
 
 
-__all__ = ["TracedSpec", "traced_spec", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
+__all__ = ["TracedSpec", "traced_spec", "traced_catalog_names", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
            "PATH_TRACED"]
