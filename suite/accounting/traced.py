@@ -1,3 +1,4 @@
+# Over 500 lines: the traced path is one idea -- build, measure, fit, cache and describe a model with no recipe -- kept in one file.
 """The traced path: exact FLOPs for any decoder transformers builds, with no recipe.
 
 A model type with no analytic recipe (`modelspec.FAMILIES`) is priced from the real modeling
@@ -112,6 +113,10 @@ class TracedSpec:
 
     def mixer_of(self, i: int) -> str:
         return "sliding" if self.windows[i] else "full"
+
+    def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+        """(what peft adapts, trainable parameters), read off the real peft model (`traced_lora`)."""
+        return traced_lora(self, adapter)
 
     @property
     def needs(self) -> Needs:
