@@ -180,6 +180,8 @@ class Needs:
     linear attention decodes through a recurrent update)."""
     chunks: bool = False
     """Linear attention: sequences and 64-token chunks of full-sequence passes."""
+    chunk_size: int = CHUNK
+    """Tokens per chunk of `chunks` (traced Mamba-2 scans: the config's chunk_size)."""
     chunks2: bool = False
     """Chunked SSM scans (Mamba-2's torch path, traced): squares of each sequence's chunk count
     (the inter-chunk decay matrix)."""
@@ -223,9 +225,9 @@ def _seq_stats(length, needs: Needs) -> dict:
         out[f"attn_causal.w{w}"] = _win(length, w)
         out[f"attn_full.w{w}"] = length * length  # eager attention computes the square, then masks
     if needs.chunks:
-        out["rows"], out["chunks"] = 1, math.ceil(length / CHUNK)
+        out["rows"], out["chunks"] = 1, math.ceil(length / needs.chunk_size)
     if needs.chunks2:
-        out["chunks2"] = math.ceil(length / CHUNK) ** 2
+        out["chunks2"] = math.ceil(length / needs.chunk_size) ** 2
     return out
 
 
