@@ -130,7 +130,7 @@ def prepare(cell: CellSpec) -> dict:
     rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
     device = _device(cell)
-    engine = "trl" if device == "cuda" else "trl-cpu"
+    engine = "trl-vllm" if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
     settings, adapter = cell.settings(), cell.adapter()
     first = step_cost_bound(policy, adapter, settings, max_prompt_tokens=longest, engine=engine,
                             attention=cell.attention, reward_model=reward_model)

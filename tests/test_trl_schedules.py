@@ -1,0 +1,149 @@
+"""Every TRL 1.16 schedule, priced as TRL runs it: RaceLedger's per-step ledger over a whole
+`trainer.train()` equals torch's FlopCounterMode over the same run, exactly (ratio 1.000000),
+in the settings a TRL user has -- rule reward, a reward model, both, mu 2, beta > 0, gradient
+accumulation, full fine-tuning, plain and chat prompts, no checkpointing -- and in
+steps_per_generation schedules, where TRL generates one batch for steps_per_generation x mu
+micro-steps and trains one shuffled slice of it per micro-step (grpo_trainer._prepare_inputs).
+
+Cheap by construction: a 2-layer, 32-wide policy and a 12-word vocabulary, 2-3 optimizer steps
+per run, one shared tokenizer, policy and reward model."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from suite.record.ledger import read_ledger  # noqa: E402
+
+WORDS = ["<pad>", "<eos>"] + [f"w{i}" for i in range(10)]  # a tiny vocabulary: EOS is likely, lengths vary
+CHAT = ("{% for m in messages %}{{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}w9{% endif %}")
+
+
+def _tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="w0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    out = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="w0")
+    out.chat_template = CHAT
+    return out
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    """The shared set-up: tokenizer, a tiny Qwen2 policy (saved once: TRL loads it, and its
+    reference model for full fine-tuning with beta, from the folder) and a tiny Llama
+    sequence-classification reward model, all with eager attention (FlopCounterMode counts
+    CPU SDPA as 0)."""
+    from transformers import LlamaConfig, LlamaForSequenceClassification, Qwen2Config, Qwen2ForCausalLM
+
+    torch.set_num_threads(1)
+    tok = _tokenizer()
+    torch.manual_seed(0)
+    pcfg = Qwen2Config(vocab_size=len(WORDS), hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                       num_key_value_heads=2, num_hidden_layers=2, tie_word_embeddings=True, pad_token_id=0,
+                       eos_token_id=1, bos_token_id=2)
+    folder = tmp_path_factory.mktemp("policy") / "tiny-policy"
+    Qwen2ForCausalLM(pcfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    rcfg = LlamaConfig(vocab_size=len(WORDS), hidden_size=32, intermediate_size=48, num_attention_heads=2,
+                       num_key_value_heads=1, num_hidden_layers=1, num_labels=1, pad_token_id=0,
+                       tie_word_embeddings=False)
+    rm = LlamaForSequenceClassification._from_config(rcfg, attn_implementation="eager").eval()
+    return tok, str(folder), rm
+
+
+def _rule(completions, **kw):
+    """A rule reward: words in the completion (0 FLOPs)."""
+    return [float(len((c if isinstance(c, str) else c[-1]["content"]).split())) for c in completions]
+
+
+def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batch=4, full=False, gc=True,
+         chat=False, steps=3):
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    from suite.accounting.reference import flop_counter
+    from suite.train.trl_callback import RaceLedger
+
+    tok, policy, rm = parts
+    torch.manual_seed(0)
+    texts = [" ".join(f"w{(i * j) % 10}" for j in range(2 + i % 5)) for i in range(32)]
+    rows = [{"prompt": [{"role": "user", "content": t}]} for t in texts] if chat else [{"prompt": t} for t in texts]
+    funcs = {"rule": [_rule], "model": [rm], "both": [_rule, rm]}[reward]
+    procs = [tok if f is rm else None for f in funcs] if reward != "rule" else None
+    sched = {"steps_per_generation": spg} if spg else {}
+    args = GRPOConfig(output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=batch, num_generations=2,
+                      max_completion_length=8, num_iterations=mu, beta=beta, gradient_accumulation_steps=ga,
+                      max_steps=steps, use_cpu=True, bf16=False, report_to=[], save_strategy="no",
+                      logging_steps=1, learning_rate=1e-3, seed=7, gradient_checkpointing=gc, disable_tqdm=True,
+                      model_init_kwargs={"attn_implementation": "eager", "dtype": torch.float32}, **sched)
+    peft = None if full else LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
+    trainer = GRPOTrainer(model=policy, reward_funcs=funcs, reward_processing_classes=procs, args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
+    ledger = RaceLedger(tmp_path / "run", attention="full", save_adapter=False).attach(trainer)
+    counter = flop_counter()
+    with counter:
+        trainer.train()
+    return trainer, ledger, counter.get_total_flops()
+
+
+SETTINGS = {  # the issue's eleven settings, then the steps_per_generation schedules
+    "rule": {}, "reward-model": {"reward": "model"}, "both": {"reward": "both"}, "mu2": {"mu": 2},
+    "beta": {"beta": 0.1}, "ga2": {"ga": 2, "batch": 2}, "mu2-ga2": {"mu": 2, "ga": 2, "batch": 2},
+    "full-beta": {"full": True, "beta": 0.1}, "chat": {"chat": True}, "rm-mu2": {"reward": "model", "mu": 2},
+    "no-gc": {"gc": False},
+    "spg2": {"spg": 2}, "spg2-ga2": {"spg": 2, "ga": 2, "batch": 2}, "spg4": {"spg": 4, "batch": 2},
+    "spg4-ga2": {"spg": 4, "ga": 2, "batch": 2, "steps": 2}, "spg2-mu2": {"spg": 2, "mu": 2, "steps": 4},
+    "spg4-ga2-mu2-rm-beta": {"spg": 4, "ga": 2, "mu": 2, "batch": 2, "reward": "model", "beta": 0.1},
+    "spg1-ga2": {"spg": 1, "ga": 2, "batch": 2, "steps": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_ledger_equals_flop_counter_over_the_whole_run(tmp_path, parts, name):
+    kw = SETTINGS[name]
+    trainer, ledger, measured = _run(tmp_path, parts, **kw)
+    recs = read_ledger(ledger.ledger_path).records
+    total = sum(sum(r["flops"].values()) for r in recs)
+    assert len(recs) == trainer.state.global_step == kw.get("steps", 3)
+    assert total == measured, f"{name}: ledger/counted = {total / measured:.6f} ({total:,} vs {measured:,})"
+    # The ledger's tokens are TRL's own count of every generation.
+    assert sum(r["tokens"]["rollout_prompt"] + r["tokens"]["rollout_completion"]
+               for r in recs) == trainer.state.num_input_tokens_seen
+    # Each row is trained mu times: update tokens = rollout tokens x mu over complete cycles.
+    s = ledger.settings
+    spg = s.steps_per_generation
+    micro = kw.get("steps", 3) * s.gradient_accumulation_steps
+    if micro % (spg * s.num_iterations) == 0:
+        assert sum(r["tokens"]["update"] for r in recs) == s.num_iterations * trainer.state.num_input_tokens_seen
+    if kw.get("reward") in ("model", "both"):
+        assert all(r["flops"]["reward"] > 0 for r in recs if r["flops"]["rollout"] > 0)
+
+
+def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_it(tmp_path, parts):
+    """The issue's case: steps_per_generation=2, GA 1, batch 8 -- the reuse step trains the other
+    half of the batch, not the whole batch again; the report records the schedule."""
+    from suite.cli import main
+
+    trainer, ledger, measured = _run(tmp_path, parts, spg=2, batch=4, steps=2)
+    recs = read_ledger(ledger.ledger_path).records
+    gen, reuse = recs
+    assert gen["flops"]["rollout"] > 0 and reuse["flops"]["rollout"] == 0
+    seen = gen["tokens"]["rollout_prompt"] + gen["tokens"]["rollout_completion"]
+    assert gen["tokens"]["update"] + reuse["tokens"]["update"] == seen      # each row once, not twice
+    assert reuse["work"]["update.train.tokens"] == gen["work"]["update.train.tokens"]   # equal padded slices
+    report = json.loads(ledger.write_report().read_text())
+    assert report["grpo"]["steps_per_generation"] == 2 and report["grpo"]["gradient_accumulation_steps"] == 1
+    assert report["grpo"]["prompts_per_step"] == 4          # 8 completions per generation batch / K=2
+    assert report["run"]["seed"] == 7
+    assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
