@@ -147,3 +147,52 @@ def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_
     assert report["grpo"]["prompts_per_step"] == 4          # 8 completions per generation batch / K=2
     assert report["run"]["seed"] == 7
     assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
+
+
+def _bare_trainer(tmp_path, parts, **kw):
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import GRPOConfig, GRPOTrainer
+
+    tok, policy, _ = parts
+    args = GRPOConfig(output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=4, num_generations=2,
+                      max_completion_length=8, max_steps=2, use_cpu=True, bf16=False, report_to=[],
+                      save_strategy="no", disable_tqdm=True, model_init_kwargs={"attn_implementation": "eager"}, **kw)
+    return GRPOTrainer(model=policy, reward_funcs=[_rule], args=args, processing_class=tok,
+                       train_dataset=Dataset.from_list([{"prompt": f"w{i} w1"} for i in range(8)]),
+                       peft_config=LoraConfig(r=2, lora_alpha=4, target_modules="all-linear"))
+
+
+def test_a_forgotten_attach_and_a_contradicting_engine_fail_before_the_first_step(tmp_path, parts):
+    from suite.errors import RaceError
+    from suite.train.trl_callback import RaceLedger
+
+    trainer = _bare_trainer(tmp_path, parts)
+    trainer.add_callback(RaceLedger(tmp_path / "forgot"))            # no attach()
+    with pytest.raises(RaceError, match="without attach") as e:
+        trainer.train()
+    assert "attach(trainer)" in e.value.hint and trainer.state.global_step == 0
+    trainer = _bare_trainer(tmp_path, parts)
+    RaceLedger(tmp_path / "vllm", engine="trl-vllm").attach(trainer)  # the trainer does not use vLLM
+    with pytest.raises(RaceError, match="contradicts the trainer: args.use_vllm=False"):
+        trainer.train()
+    assert trainer.state.global_step == 0 and not (tmp_path / "vllm" / "ledger.jsonl").exists()
+
+
+def test_the_budget_stop_says_so(tmp_path, parts, caplog):
+    from transformers import TrainerCallback
+
+    from suite.train.trl_callback import RaceLedger
+
+    trainer = _bare_trainer(tmp_path, parts)
+    ledger = RaceLedger(tmp_path / "run", budget_flops=1e30, max_prompt_tokens=4, save_adapter=False).attach(trainer)
+
+    class OneAndAHalfSteps(TrainerCallback):   # runs after the ledger's on_train_begin computed the bound
+        def on_train_begin(self, *a, **k):
+            ledger.budget = int(1.5 * ledger.next_step_bound)
+
+    trainer.add_callback(OneAndAHalfSteps())
+    with caplog.at_level("WARNING", logger="suite.train.trl_callback"):
+        trainer.train()
+    assert ledger.stopped_by_budget and trainer.state.global_step == 1
+    assert "race: budget stop after step 1" in caplog.text

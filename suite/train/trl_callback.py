@@ -263,9 +263,11 @@ class RaceLedger(TrainerCallback):
         if not (callable(gen) and callable(prep)):
             return
         self._sliced = True
-        if getattr(gen, "_race_wrapped", False):
+        if getattr(gen, "_race_owner", None) is self:
             return
         import torch
+
+        key = f"_race_rows_{id(self)}"  # this ledger's column (another ledger may wrap the trainer too)
 
         def generate_and_score(*args, **kwargs):
             training = self._in_step and bool(getattr(getattr(trainer, "model", None), "training", True))
@@ -284,18 +286,18 @@ class RaceLedger(TrainerCallback):
             self._buffer_gen = g
             ids = out.get("prompt_ids") if isinstance(out, dict) else None
             if ids is not None and ids.shape[0] == len(g["completions"]):
-                out["_race_rows"] = torch.arange(ids.shape[0], device=ids.device)
+                out[key] = torch.arange(ids.shape[0], device=ids.device)
             return out
 
         def prepare(*args, **kwargs):
             out = prep(*args, **kwargs)
-            if not isinstance(out, dict) or "_race_rows" not in out:
+            if not isinstance(out, dict) or key not in out:
                 return out
             if self._in_step and self._buffer_gen is not None:
-                self._step_slices.append((self._buffer_gen, [int(i) for i in out["_race_rows"].tolist()]))
-            return {k: v for k, v in out.items() if k != "_race_rows"}
+                self._step_slices.append((self._buffer_gen, [int(i) for i in out[key].tolist()]))
+            return {k: v for k, v in out.items() if k != key}
 
-        generate_and_score._race_wrapped = prepare._race_wrapped = True
+        generate_and_score._race_owner = prepare._race_owner = self
         trainer._generate_and_score_completions = generate_and_score
         trainer._prepare_inputs = prepare
 
@@ -324,14 +326,14 @@ class RaceLedger(TrainerCallback):
                                 "_calculate_rewards(inputs, prompts, completions, completion_ids_list) and no Python "
                                 "reward function", "use TRL 1.16's GRPOTrainer, or add a plain Python reward function")
             return
-        if getattr(calc, "_race_wrapped", False):
+        if getattr(calc, "_race_owner", None) is self:
             return
 
         def calculate(inputs, prompts, completions, completion_ids_list):
             self._see_generation(prompts, completion_ids_list, trainer.state, time.perf_counter())
             return calc(inputs, prompts, completions, completion_ids_list)
 
-        calculate._race_wrapped = True
+        calculate._race_wrapped, calculate._race_owner = True, self
         trainer._calculate_rewards = calculate
 
     def _hook_reward_model(self, module, name: str):
