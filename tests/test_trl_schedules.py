@@ -148,6 +148,26 @@ def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_
     assert report["run"]["seed"] == 7
     assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
 
+    # The ledger the issue found: every optimizer step charged a training pass over the whole
+    # generation batch (each slice's pass doubled), FLOPs repriced to match: every other rule
+    # agrees with itself, SCHED-001 refuses it.
+    from suite.accounting import phase_flops
+    from suite.validate import validate_path
+
+    lines = []
+    for rec in recs:
+        work = dict(rec["work"])
+        for k in [k for k in work if k.startswith("update.train.")] + ["count.update"]:
+            work[k] *= 2
+        rec.update(work=work, tokens={**rec["tokens"], "update": work["count.update"]},
+                   flops=phase_flops(work, ledger.policy, ledger.adapter, ledger.settings, None, ledger.engine,
+                                     ledger.attention))
+        lines.append(json.dumps(rec))
+    ledger.ledger_path.write_text("\n".join(lines) + "\n")
+    findings = validate_path(str(ledger.write_report()))
+    assert [f.rule_id for f in findings] == ["SCHED-001"], findings
+    assert "exceed mu x rollout tokens" in findings[0].message and "steps_per_generation 2" in findings[0].message
+
 
 def _bare_trainer(tmp_path, parts, **kw):
     from datasets import Dataset
