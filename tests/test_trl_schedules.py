@@ -216,3 +216,36 @@ def test_the_budget_stop_says_so(tmp_path, parts, caplog):
         trainer.train()
     assert ledger.stopped_by_budget and trainer.state.global_step == 1
     assert "race: budget stop after step 1" in caplog.text
+
+
+def test_race_flops_and_estimates_take_the_schedule(tmp_path, capsys):
+    """`race flops --steps-per-generation S --gradient-accumulation-steps G` prices TRL's
+    old-policy forward where the schedule makes TRL run it (G % (S x mu) != 0) and says how many
+    optimizer steps a generation batch serves; `race report --estimate` records the schedule."""
+    from suite.cli import main
+
+    def flops(*extra):
+        assert main(["flops", "--model", "Qwen2.5-1.5B-Instruct", "--engine", "trl", "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    aligned = flops("--steps-per-generation", "4", "--gradient-accumulation-steps", "4")
+    sliced = flops("--steps-per-generation", "4", "--gradient-accumulation-steps", "2")
+    assert sliced["grpo"]["steps_per_generation"] == 4 and sliced["optimizer_steps_per_generation"] == 2
+    assert aligned["optimizer_steps_per_generation"] == 1
+    work = sliced["per_step"]["work"]
+    assert work["update.old.tokens"] == work["update.train.tokens"] > 0 == aligned["per_step"]["work"]["update.old.tokens"]
+    assert sliced["per_step"]["flops"]["rollout"] == aligned["per_step"]["flops"]["rollout"]
+    assert sliced["per_step"]["flops"]["update"] > aligned["per_step"]["flops"]["update"]
+
+    cell = tmp_path / "paper.yaml"
+    cell.write_text("name: spg-estimate\npolicy: Qwen2.5-1.5B-Instruct\nreward: {system: sparse, kind: rule}\n"
+                    "lora_rank: 64\ngroup_size: 2\nprompts_per_step: 64\nmax_completion_tokens: 2048\n"
+                    "num_iterations: 1\nengine: {name: trl, version: 1.16.0, profile: trl, steps_per_generation: 4, "
+                    "gradient_accumulation_steps: 2}\nsteps: 10\nmean_prompt_tokens: 212\n"
+                    "mean_completion_tokens: 655\n")
+    out = tmp_path / "report.json"
+    assert main(["report", "--estimate", str(cell), "-o", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["grpo"]["steps_per_generation"] == 4 and report["grpo"]["gradient_accumulation_steps"] == 2
+    assert report["totals"]["work"]["update.old.tokens"] > 0
+    assert main(["validate", "--strict", str(out)]) == 0
