@@ -261,7 +261,11 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
         raise RaceError(f"{kind} file {path} does not exist",
                         (f"shipped {kind} files: " + ", ".join(shipped)) if shipped else None)
     try:
-        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
+        from ..yamlstrict import load
+
+        return p, load(p, f"{kind} {p}")       # no anchors, aliases or duplicate keys
+    except UnicodeDecodeError:
+        raise RaceError(f"{kind} {p} is not UTF-8 text") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise RaceError(f"{kind} {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),

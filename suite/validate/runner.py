@@ -127,8 +127,8 @@ def iter_folder(folder: Path) -> list[Path]:
         for f in sorted(files):
             if f.startswith(".") or f.endswith(".schema.json"):
                 continue
-            if f.endswith(REPORT_SUFFIXES + LEDGER_SUFFIXES):
-                out.append(Path(root) / f)
+            if f.endswith(REPORT_SUFFIXES + LEDGER_SUFFIXES) and (Path(root) / f).is_file():
+                out.append(Path(root) / f)      # a FIFO or device named x.json would block or never end
     return out
 
 

@@ -37,7 +37,11 @@ def configure(p):
 def run(args) -> int:
     if args.action != "build":
         raise RaceError("missing action", "use `race leaderboard build --out SITE`")
+    from ...outputs import output_dir
     from ...site.leaderboard import build
+    from ...site.render import SITE_MARKER
+
+    output_dir(args.out, what="--out", marker=SITE_MARKER, owner="site built by race", replaces=True, inputs=[args.submissions, args.findings])
 
     summary = build(args.submissions, args.out, check=not args.no_validate, findings=args.findings)
     print(f"built {args.out}/index.html: {summary['listed']} submission(s) listed, "

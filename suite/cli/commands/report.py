@@ -135,6 +135,10 @@ def run(args) -> int:
     from ...train.cell import load_cell, load_run_description
 
     out = Path(args.output) if args.output else None
+    if out is not None:
+        from ...outputs import output_file
+
+        output_file(out, inputs=[*args.ledger, args.spec, args.estimate, args.evaluations], what="--output")
     if args.spec and args.estimate:
         raise RaceError("--spec and --estimate build a report two different ways",
                         "give --spec SPEC with the run's ledger, or --estimate SPEC alone")
