@@ -61,6 +61,17 @@ def parts(tmp_path_factory):
     return tok, str(folder), rm
 
 
+@pytest.fixture(scope="module")
+def gpt2_rm():
+    """A tiny GPT-2 sequence classifier: a family with no analytic recipe, priced by tracing its
+    modeling code (suite.accounting.traced)."""
+    from transformers import GPT2Config, GPT2ForSequenceClassification
+
+    cfg = GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(WORDS), num_labels=1, pad_token_id=0,
+                     bos_token_id=2, eos_token_id=1)
+    return GPT2ForSequenceClassification._from_config(cfg, attn_implementation="eager").eval()
+
+
 def _rule(completions, **kw):
     """A rule reward: words in the completion (0 FLOPs)."""
     return [float(len((c if isinstance(c, str) else c[-1]["content"]).split())) for c in completions]
@@ -76,6 +87,8 @@ def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batc
     from suite.train.trl_callback import RaceLedger
 
     tok, policy, rm = parts
+    if not isinstance(reward, str):       # a reward model of the test's own
+        rm, reward = reward, "model"
     torch.manual_seed(0)
     texts = [" ".join(f"w{(i * j) % 10}" for j in range(2 + i % 5)) for i in range(32)]
     rows = [{"prompt": [{"role": "user", "content": t}]} for t in texts] if chat else [{"prompt": t} for t in texts]
@@ -128,6 +141,16 @@ def test_ledger_equals_flop_counter_over_the_whole_run(tmp_path, parts, name):
         assert sum(r["tokens"]["update"] for r in recs) == s.num_iterations * trainer.state.num_input_tokens_seen
     if kw.get("reward") in ("model", "both"):
         assert all(r["flops"]["reward"] > 0 for r in recs if r["flops"]["rollout"] > 0)
+
+
+def test_a_gpt2_reward_model_is_priced_by_the_traced_path_exactly(tmp_path, parts, gpt2_rm):
+    """Any AutoModelForSequenceClassification: GPT-2 has no analytic recipe; RaceLedger prices it
+    through the traced path (its costs fitted at attach, before the first step), exactly."""
+    trainer, ledger, measured = _run(tmp_path, parts, reward=gpt2_rm, spg=2, steps=2)
+    assert getattr(ledger.reward_model, "traced", False) and ledger.reward_model.model_type == "gpt2"
+    recs = read_ledger(ledger.ledger_path).records
+    assert recs[0]["flops"]["reward"] > 0
+    assert sum(sum(r["flops"].values()) for r in recs) == measured
 
 
 def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_it(tmp_path, parts):

@@ -92,15 +92,17 @@ def adapter_of(model, spec=None):
 
 
 def reward_model_spec_of(module):
-    """ModelSpec of a reward model TRL runs itself (a transformers sequence classifier), from its
-    config; the architecture comes from the class when the config does not name it."""
-    from ..accounting.modelspec import spec_from_config
+    """Spec of a reward model TRL runs itself (any transformers sequence classifier), from its
+    config: the analytic recipe where its family has one, else the traced path
+    (suite.accounting.traced: FlopCounterMode over its own modeling code on the meta device);
+    the architecture comes from the class when the config does not name it."""
+    from ..accounting.traced import spec_for
 
-    cfg = module.config.to_dict()
+    cfg = {**module.config.to_dict(), "model_type": module.config.model_type}
     if not cfg.get("architectures"):
         cfg["architectures"] = [type(module).__name__]
     name = str(getattr(module.config, "_name_or_path", "") or "") or type(module).__name__
-    return spec_from_config(cfg, Path(name).name or name, where=name)
+    return spec_for(cfg, Path(name).name or name)
 
 
 def settings_of(args):
@@ -353,8 +355,18 @@ class RaceLedger(TrainerCallback):
             except AttributeError:
                 raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
                                 "pass RaceLedger(reward_model=ModelSpec(...)) with its architecture") from None
+        if getattr(spec, "traced", False):
+            # Priced by tracing its modeling code: fit its costs now (a refused fit fails here, before
+            # the first step; and a profiler around trainer.train() never sees the tracing).
+            from ..accounting import Adapter
+            from ..accounting.traced import traced_costs
+
+            traced_costs(spec, Adapter(kind="full"), False, False)
         ref = str(getattr(getattr(module, "config", None), "_name_or_path", "") or "")
-        model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
+        if self.reward_model is not None or getattr(spec, "traced", False):
+            model = spec        # the override (or the traced spec) is what the report carries
+        else:
+            model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
         self._reward_ref.update(kind="orm", model=model)
         starts: list[float] = []
 
