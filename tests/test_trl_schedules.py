@@ -78,7 +78,7 @@ def _rule(completions, **kw):
 
 
 def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batch=4, full=False, gc=True,
-         chat=False, steps=3):
+         chat=False, steps=3, ledger_kw=None):
     from datasets import Dataset
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
@@ -103,7 +103,7 @@ def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batc
     peft = None if full else LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
     trainer = GRPOTrainer(model=policy, reward_funcs=funcs, reward_processing_classes=procs, args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
-    ledger = RaceLedger(tmp_path / "run", attention="full", save_adapter=False).attach(trainer)
+    ledger = RaceLedger(tmp_path / "run", attention="full", save_adapter=False, **(ledger_kw or {})).attach(trainer)
     counter = flop_counter()
     with counter:
         trainer.train()
@@ -151,6 +151,22 @@ def test_a_gpt2_reward_model_is_priced_by_the_traced_path_exactly(tmp_path, part
     recs = read_ledger(ledger.ledger_path).records
     assert recs[0]["flops"]["reward"] > 0
     assert sum(sum(r["flops"].values()) for r in recs) == measured
+
+
+def test_a_reward_model_spec_override_goes_into_the_report(tmp_path, parts):
+    """RaceLedger(reward_model=spec): the override prices the reward model and is what
+    write_report() names; the report validates."""
+    from dataclasses import replace
+
+    from suite.cli import main
+    from suite.train.trl_callback import reward_model_spec_of
+
+    spec = replace(reward_model_spec_of(parts[2]), name="my-orm")
+    trainer, ledger, measured = _run(tmp_path, parts, reward="model", steps=1, ledger_kw={"reward_model": spec})
+    assert ledger.reward_model is spec and ledger.total_flops == measured
+    report = json.loads(ledger.write_report().read_text())
+    assert report["reward"]["model"]["name"] == "my-orm" and report["reward"]["kind"] == "orm"
+    assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
 
 
 def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_it(tmp_path, parts):

@@ -222,6 +222,8 @@ class RaceLedger(TrainerCallback):
         funcs = trainer.reward_funcs
         names = list(getattr(trainer, "reward_func_names", None) or
                      [getattr(f, "__name__", type(f).__name__) for f in funcs])
+        # TRL names a reward model by its _name_or_path: empty for one built in memory.
+        names = [str(n) or type(f).__name__ for n, f in zip(names, funcs)]
         self._observe_reward_step(trainer, funcs)
         specs: dict[str, Any] = {}     # reward name -> the model spec it is charged by
         for i, f in enumerate(funcs):
