@@ -5,8 +5,8 @@ accumulation, full fine-tuning, plain and chat prompts, no checkpointing -- and 
 steps_per_generation schedules, where TRL generates one batch for steps_per_generation x mu
 micro-steps and trains one shuffled slice of it per micro-step (grpo_trainer._prepare_inputs).
 
-Cheap by construction: a 2-layer, 32-wide policy and a 12-word vocabulary, 2-3 optimizer steps
-per run, one shared tokenizer, policy and reward model."""
+Cheap by construction: a 2-layer, 32-wide policy and a 12-word vocabulary, 2 optimizer steps
+per run (3 where a cycle needs them), one shared tokenizer, policy and reward model."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _rule(completions, **kw):
 
 
 def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batch=4, full=False, gc=True,
-         chat=False, steps=3, ledger_kw=None):
+         chat=False, steps=2, ledger_kw=None):
     from datasets import Dataset
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
@@ -112,13 +112,13 @@ def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batc
 
 SETTINGS = {  # the issue's eleven settings, then the steps_per_generation schedules
     "rule": {}, "reward-model": {"reward": "model"}, "both": {"reward": "both"}, "mu2": {"mu": 2},
-    "beta": {"beta": 0.1}, "ga2": {"ga": 2, "batch": 2}, "mu2-ga2": {"mu": 2, "ga": 2, "batch": 2},
+    "beta": {"beta": 0.1}, "ga2 (= spg2-ga2, TRL's default)": {"ga": 2, "batch": 2}, "mu2-ga2": {"mu": 2, "ga": 2, "batch": 2},
     "full-beta": {"full": True, "beta": 0.1}, "chat": {"chat": True}, "rm-mu2": {"reward": "model", "mu": 2},
     "no-gc": {"gc": False},
-    "spg2": {"spg": 2}, "spg2-ga2": {"spg": 2, "ga": 2, "batch": 2}, "spg4": {"spg": 4, "batch": 2},
-    "spg4-ga2": {"spg": 4, "ga": 2, "batch": 2, "steps": 2}, "spg2-mu2": {"spg": 2, "mu": 2, "steps": 4},
+    "spg2": {"spg": 2}, "spg4": {"spg": 4, "batch": 2},
+    "spg4-ga2": {"spg": 4, "ga": 2, "batch": 2}, "spg2-mu2": {"spg": 2, "mu": 2, "steps": 3},
     "spg4-ga2-mu2-rm-beta": {"spg": 4, "ga": 2, "mu": 2, "batch": 2, "reward": "model", "beta": 0.1},
-    "spg1-ga2": {"spg": 1, "ga": 2, "batch": 2, "steps": 2},
+    "spg1-ga2": {"spg": 1, "ga": 2, "batch": 2},
 }
 
 
@@ -128,15 +128,21 @@ def test_ledger_equals_flop_counter_over_the_whole_run(tmp_path, parts, name):
     trainer, ledger, measured = _run(tmp_path, parts, **kw)
     recs = read_ledger(ledger.ledger_path).records
     total = sum(sum(r["flops"].values()) for r in recs)
-    assert len(recs) == trainer.state.global_step == kw.get("steps", 3)
+    assert len(recs) == trainer.state.global_step == kw.get("steps", 2)
     assert total == measured, f"{name}: ledger/counted = {total / measured:.6f} ({total:,} vs {measured:,})"
     # The ledger's tokens are TRL's own count of every generation.
     assert sum(r["tokens"]["rollout_prompt"] + r["tokens"]["rollout_completion"]
                for r in recs) == trainer.state.num_input_tokens_seen
-    # Each row is trained mu times: update tokens = rollout tokens x mu over complete cycles.
+    # TRL's schedule, step by step: generation batches (of batch x spg rows) on micro-steps
+    # 0, spg x mu, ...; an optimizer step is GA micro-steps.
     s = ledger.settings
-    spg = s.steps_per_generation
-    micro = kw.get("steps", 3) * s.gradient_accumulation_steps
+    spg, ga, every = s.steps_per_generation, s.gradient_accumulation_steps, s.steps_per_generation * s.num_iterations
+    gens = [sum(1 for x in range(j * ga, (j + 1) * ga) if x % every == 0) for j in range(len(recs))]
+    rows = kw.get("batch", 4) * spg
+    assert [r["work"]["count.completions"] for r in recs] == [g * rows for g in gens]
+    assert s.group_size * s.prompts_per_step == rows
+    # Each row is trained mu times: update tokens = rollout tokens x mu over complete cycles.
+    micro = kw.get("steps", 2) * s.gradient_accumulation_steps
     if micro % (spg * s.num_iterations) == 0:
         assert sum(r["tokens"]["update"] for r in recs) == s.num_iterations * trainer.state.num_input_tokens_seen
     if kw.get("reward") in ("model", "both"):
