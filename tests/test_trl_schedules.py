@@ -294,3 +294,21 @@ def test_race_flops_and_estimates_take_the_schedule(tmp_path, capsys):
     assert report["grpo"]["steps_per_generation"] == 4 and report["grpo"]["gradient_accumulation_steps"] == 2
     assert report["totals"]["work"]["update.old.tokens"] > 0
     assert main(["validate", "--strict", str(out)]) == 0
+
+
+@pytest.mark.slow  # policy-s under FlopCounterMode: ~10-20 s on 2 shared cores
+def test_the_docs_check_snippet_is_exact(tmp_path, monkeypatch, capsys):
+    """docs/trl-integration.md "Check it on your own run", as written (policy-s, steps_per_generation 2)."""
+    import re
+
+    from suite.paths import home
+
+    text = (home() / "docs" / "trl-integration.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[1]
+    assert "custom_mapping={torch.ops.aten.addmm_: addmm_}" in code
+    monkeypatch.chdir(tmp_path)
+    torch.set_num_threads(1)
+    scope: dict = {}
+    exec(compile(code, "docs/trl-integration.md", "exec"), scope)
+    assert "ledger / counted = 1.000000" in capsys.readouterr().out
+    assert scope["ledger"].total_flops == scope["counter"].get_total_flops()
