@@ -1,4 +1,5 @@
-"""Reward systems: a registry of TRL reward functions (sparse, structured, dense, proxy_prm, prm).
+"""Reward systems: a registry of TRL reward functions (sparse, structured, dense, proxy_prm, prm;
+orm: any sequence-classification reward model folder).
 
 Each system is an object TRL's GRPOTrainer accepts in `reward_funcs`:
 `system(prompts, completions, **columns) -> list[float]`, where `columns` carries the dataset
