@@ -79,9 +79,7 @@ class Adapter:
         if self.kind == "full":
             return spec.params_total
         if getattr(spec, "traced", False):  # read off the real peft model
-            from .traced import traced_lora
-
-            return traced_lora(spec, self)[1]
+            return spec.lora(self)[1]
         return sum(u.params for u in lora_units(spec, self))
 
     def to_report(self, spec: ModelSpec) -> dict:
@@ -167,9 +165,7 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     if adapter.kind != "lora":
         return ()
     if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model
-        from .traced import traced_lora
-
-        return traced_lora(spec, adapter)[0]
+        return spec.lora(adapter)[0]
     layers = spec.layers()
     names = set(adapter.targets)
     conv = _PEFT_MOE_MAP.get(spec.family.peft_moe, {})

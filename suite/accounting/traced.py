@@ -1,3 +1,4 @@
+# Over 500 lines: one idea (price a decoder from its own modeling code) whose measuring, fitting and verifying steps share private helpers; split, each part would import the others.
 """The traced path: exact FLOPs for any decoder transformers builds, with no recipe.
 
 A model type with no analytic recipe (`modelspec.FAMILIES`) is priced from the real modeling
@@ -107,6 +108,11 @@ class TracedSpec:
 
     def mixer_of(self, i: int) -> str:
         return "sliding" if self.windows[i] else "full"
+
+    def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+        """(what peft adapts, trainable parameters): `traced_lora` (adapter.py asks the spec, so
+        the recipe side never imports this module)."""
+        return traced_lora(self, adapter)
 
     @property
     def needs(self) -> Needs:

@@ -48,12 +48,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+OUT_FOLDERS = frozenset({"curves", "diagnose", "eval", "findings", "frontier", "grid", "import", "quickstart", "run",
+                         "study"})
+"""Commands whose --out names a folder they write files into (leaderboard build, which replaces
+its --out whole, checks it more strictly itself; schema's --out is a file)."""
+
+
 def _dispatch(args) -> int:
     """Run the command, once the data folders are found (a broken install is one error here, not
     one per file later); an engine that is not installed names the extra that brings it."""
     from ..paths import check_data
 
     check_data()
+    out = getattr(args, "out", None)
+    if args.command in OUT_FOLDERS and out is not None:     # never into /, a system folder or home
+        from ..outputs import output_dir
+
+        output_dir(out, what="--out")
     try:
         return int(args._run(args) or 0)
     except ModuleNotFoundError as e:

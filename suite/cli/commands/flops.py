@@ -264,8 +264,6 @@ def configure(p: argparse.ArgumentParser):
         if args.list_models:
             print(list_models())
             return 0
-        from suite.accounting.modelspec import load_spec
-
         if args.steps < 1:
             raise RaceError(f"--steps must be >= 1, got {args.steps}")
         from suite.accounting.traced import spec_for

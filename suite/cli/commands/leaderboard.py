@@ -48,6 +48,8 @@ def run(args) -> int:
           f"{summary['skipped']} skipped, {summary['pages']} pages, main page {summary['index_bytes']:,} bytes")
     if args.findings:
         print(f"findings of {args.findings} on {args.out}/findings.html")
-    for name, reason in summary["skipped_files"]:
-        print(f"  skipped {name}: {reason}", file=sys.stderr)
+    from ...textsafe import clean
+
+    for name, reason in summary["skipped_files"]:     # a submission's text: no escape sequence reaches the terminal
+        print(clean(f"  skipped {name}: {reason}", newlines=False), file=sys.stderr)
     return 0

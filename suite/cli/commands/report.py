@@ -108,8 +108,10 @@ def _validated(report: dict, base_dir, name: str) -> None:
     from ...validate import validate_report
 
     findings = validate_report(report, base_dir=base_dir, file=name)
+    from ...textsafe import clean
+
     for f in findings:
-        print(f"race report: {f.severity}: {f.rule_id} at {f.path}: {f.message}\n  hint: {f.hint}", file=sys.stderr)
+        print(clean(f"race report: {f.severity}: {f.rule_id} at {f.path}: {f.message}\n  hint: {f.hint}"), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         raise ReportRefused(f"the report has {len(errors)} error finding(s) ({', '.join(f.rule_id for f in errors)}); "
