@@ -1,3 +1,4 @@
+# Over 500 lines: one idea (the token statistics of steps) whose builders -- real lengths, means, schedules, staged, filtered and multi-turn rollouts -- share the private pass arithmetic.
 """Work: the token statistics of GRPO steps, from which FLOPs are priced (a flat JSON dict of
 non-negative ints, additive over steps): tokens through the decoder per pass kind, attention
 (query, key) pairs under both conventions, LM-head positions, reward-model tokens, and the
@@ -111,14 +112,15 @@ def _tri(n):
 def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
                 reward: list | None, iterations: int, generation: bool,
                 needs: tuple["Needs", "Needs"] | None = None, reward_widths: list | None = None,
-                exact: bool = False) -> dict:
-    """The work of one generation batch (generation=True) plus `iterations` training passes;
-    `needs` (policy's, reward model's) adds the statistics other architectures need.
+                rows: list | None = None, exact: bool = False) -> dict:
+    """The work of one generation batch (generation=True) plus `iterations` training passes
+    over `rows` (indices into the batch, repeats allowed; None: every row); `needs` (policy's,
+    reward model's) adds the statistics other architectures need.
     reward_widths: the padded width of each sequence the reward model ran over (None: unpadded)."""
     w = dict.fromkeys(WORK_KEYS, 0)
     if needs is not None:       # a reward model's statistics follow what its forward ran over
         w.update(_extra_work(prompts, completions, settings, prof, reward_widths or reward, iterations, generation,
-                             *needs))
+                             *needs, rows=rows))
     n = len(completions)
     k = settings.group_size
     lens = [p + c for p, c in zip(prompts, completions)]
@@ -135,20 +137,27 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
                 "attn_causal": n * (_tri(pw) + _decode_pairs(pw, cmax)),
                 "attn_full": n * (pw * pw + _decode_pairs(pw, cmax)),
                 "lm_head": n * cmax}
-        lm = sum(completions) if prof.lm_head_train == "completion" else n * (lw - 1)
-        one = {"tokens": n * lw, "attn_causal": n * _tri(lw), "attn_full": n * lw * lw, "lm_head": lm}
+
+        def passes(idx):  # one log-prob pass over the rows idx, each padded to the batch's widths
+            m = len(idx)
+            lm = sum(completions[i] for i in idx) if prof.lm_head_train == "completion" else m * (lw - 1)
+            return {"tokens": m * lw, "attn_causal": m * _tri(lw), "attn_full": m * lw * lw, "lm_head": lm}
     else:
-        lm = sum(completions) if prof.lm_head_train == "completion" else sum(x - 1 for x in lens)
-        one = {"tokens": sum(lens), "attn_causal": sum(_tri(x) for x in lens),
-               "attn_full": sum(x * x for x in lens), "lm_head": lm}
+        def passes(idx):
+            ls = [lens[i] for i in idx]
+            lm = sum(completions[i] for i in idx) if prof.lm_head_train == "completion" else sum(x - 1 for x in ls)
+            return {"tokens": sum(ls), "attn_causal": sum(_tri(x) for x in ls),
+                    "attn_full": sum(x * x for x in ls), "lm_head": lm}
+    one = passes(range(n))
+    trained = one if rows is None else passes(rows)
     if not prof.rollout_is_padded:  # each completion decodes its own tokens; logits only where sampled
         roll = {"tokens": sum(pre) + sum(c - 1 for c in completions),
                 "attn_causal": sum(_tri(p) for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "attn_full": sum(p * p for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "lm_head": sum(completions)}
     for s in _STATS:
-        w[f"update.train.{s}"] = iterations * one[s]
-    w["count.update"] = iterations * sum(lens)
+        w[f"update.train.{s}"] = iterations * trained[s]
+    w["count.update"] = iterations * (sum(lens) if rows is None else sum(lens[i] for i in rows))
     if generation:
         for s in _STATS:
             w[f"rollout.{s}"] = roll[s]
@@ -248,7 +257,8 @@ def _acc(total: dict, prefix: str, stats: dict, times=1) -> None:
 
 
 def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
-                reward: list | None, iterations: int, generation: bool, pol: Needs, rm: Needs) -> dict:
+                reward: list | None, iterations: int, generation: bool, pol: Needs, rm: Needs,
+                rows: list | None = None) -> dict:
     """The statistics `pol` and `rm` add, over the same passes _build_work counts."""
     w = {key: 0 for p in PASSES for key in pol.keys(p)}
     w.update({key: 0 for key in rm.keys("reward")} if reward else {})
@@ -265,13 +275,17 @@ def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
         gen = [(p, c, prof.prefill_per_completion or i % k == 0) for i, (p, c) in enumerate(zip(prompts, completions))]
         calls = 0  # engines without HF generate (vLLM) run no peft forward per step
     micro = prof.micro_batches(settings)
-    one = {}
-    for x in train:
-        _acc(one, "x", _seq_stats(x, pol))
-    one = {key[2:]: v for key, v in one.items()}
-    _acc(w, "update.train", one, iterations)
-    if pol.calls:
-        w["update.train.calls"] += iterations * micro
+
+    def passes(idx):
+        out = {}
+        for i in idx:
+            _acc(out, "x", _seq_stats(train[i], pol))
+        return {key[2:]: v for key, v in out.items()}
+
+    one = passes(range(n))
+    _acc(w, "update.train", one if rows is None else passes(rows), iterations)
+    if pol.calls:  # one forward call per micro-batch (a slice of n / micro rows)
+        w["update.train.calls"] += iterations * (micro if rows is None else -(-len(rows) * micro // n))
     if generation:
         for p, c, prefill in gen:
             if prefill:
@@ -296,7 +310,8 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
                       reward_lengths: Sequence[int] | None = None, *,
                       iterations: int | None = None, generation: bool = True,
                       reward_widths: Sequence[int] | None = None,
-                      policy: ModelSpec | None = None, reward_model: ModelSpec | None = None) -> dict:
+                      policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                      rows: Sequence[int] | None = None) -> dict:
     """Exact work of one GRPO generation batch from real token lengths.
 
     prompt_lengths: one entry per completion (K per prompt, consecutive), or one per prompt
@@ -311,6 +326,12 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     passes, and settings.num_iterations training passes. A ledger that records TRL's mu
     optimizer steps separately passes iterations=1 for each, generation=False for all but the
     step that generated: the parts add up to the whole.
+
+    rows: the rows of the batch (indices into the completions, repeats allowed) that the
+    `iterations` training passes ran over; None: every row. TRL trains a generation batch in
+    steps_per_generation slices, one per micro-step (a micro-step of every optimizer step with
+    gradient accumulation), each padded to the whole batch's widths: an optimizer step is
+    charged the slices it trained, so the steps of one generation add up to its passes.
 
     policy, reward_model: the specs, when their architecture needs more than the base statistics
     (sliding windows, latent or linear attention, MoE forward calls: `Needs`); dense
@@ -345,8 +366,12 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     its = settings.num_iterations if iterations is None else iterations
     if isinstance(its, bool) or not isinstance(its, int) or its < 0:
         raise RaceError(f"iterations must be a non-negative integer, got {its!r}")
+    if rows is not None:
+        rows = list(rows)
+        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(comps) for i in rows):
+            raise RaceError(f"rows must be indices into the {len(comps)} completions of the batch")
     return Work(_build_work(prompts, comps, settings, prof, reward, its, generation, _needs(policy, reward_model),
-                            widths), engine)
+                            widths, rows), engine)
 
 
 def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GRPOSettings,

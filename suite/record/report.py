@@ -511,7 +511,9 @@ class Means:
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
     from ..accounting.modelspec import ModelSpec, load_spec
 
-    return x if isinstance(x, ModelSpec) else load_spec(x)
+    if isinstance(x, ModelSpec) or getattr(x, "traced", False):  # a traced spec (suite.accounting.traced) too
+        return x
+    return load_spec(x)
 
 
 def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: str, created: str | None,

@@ -131,14 +131,22 @@ class CellSpec:
         return self.prompts_per_step * self.group_size
 
     @property
+    def steps_per_generation(self) -> int | None:
+        """TRL steps_per_generation (engine.steps_per_generation): slices of a generation batch,
+        one per micro-step; None: one generation batch per optimizer step."""
+        v = self.engine.get("steps_per_generation")
+        return None if v is None else int(v)
+
+    @property
     def micro_batch(self) -> int:
-        """Sequences per forward/backward pass."""
-        return int(self.engine.get("micro_batch") or self.generation_batch)
+        """Sequences per forward/backward pass (default: the whole generation batch, or one
+        slice of it with steps_per_generation)."""
+        return int(self.engine.get("micro_batch") or self.generation_batch // (self.steps_per_generation or 1))
 
     @property
     def gradient_accumulation_steps(self) -> int:
-        """Micro-batches per optimizer step (the whole generation batch per step)."""
-        return self.generation_batch // self.micro_batch
+        """Micro-batches per optimizer step (default: the whole generation batch per step)."""
+        return int(self.engine.get("gradient_accumulation_steps") or self.generation_batch // self.micro_batch)
 
     @property
     def gradient_checkpointing(self) -> bool:
@@ -159,7 +167,8 @@ class CellSpec:
                             num_iterations=self.num_iterations, beta=self.beta,
                             max_completion_tokens=self.max_completion_tokens,
                             gradient_checkpointing=self.gradient_checkpointing,
-                            gradient_accumulation_steps=self.gradient_accumulation_steps)
+                            gradient_accumulation_steps=self.gradient_accumulation_steps,
+                            steps_per_generation=self.steps_per_generation)
 
     def to_dict(self) -> dict:
         """The cell as a YAML-able mapping (the shape load_cell reads; fields not given left out)."""
@@ -405,6 +414,11 @@ def _checked(c: CellSpec) -> CellSpec:
     if c.generation_batch % c.micro_batch:
         raise RaceError(f"{_where(c.name)}: engine.micro_batch={c.micro_batch} must divide "
                         f"prompts_per_step * K = {c.generation_batch}")
+    spg = c.steps_per_generation
+    if spg is not None and c.micro_batch * spg != c.generation_batch:
+        raise RaceError(f"{_where(c.name)}: engine.steps_per_generation={spg} slices of micro_batch={c.micro_batch} "
+                        f"are not the generation batch prompts_per_step * K = {c.generation_batch}",
+                        "drop engine.micro_batch (it defaults to the slice), or make them agree")
     c.adapter()  # LoRA targets and rank are checked by accounting.Adapter
     c.settings()
     if c.hardware is not None:

@@ -10,8 +10,7 @@ from typing import Iterable
 
 from .. import jsonstrict
 from . import (arithmetic, curve_rules, ledger_rules, physics, plausibility, provenance, published,  # noqa: F401
-               rollout_rules,
-               schema_rules)  # (register rules)
+               rollout_rules, schedule_rules, schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
 
