@@ -592,6 +592,23 @@ class LedgerSummary:
     error: str | None = None  # the file could not be opened at all
     # With scan(series=True): every record's step and its flops dict, in file order (a chart).
     series: tuple[list[int], list[dict[str, int]]] | None = None
+    # Records that generated (tokens.rollout_completion > 0): how many, the step gaps between
+    # consecutive ones (up to 16 distinct), the last one's step and tokens (the work equations).
+    generations: int = 0
+    first_gen_step: int | None = None
+    gen_gaps: set = field(default_factory=set)
+    last_gen_step: int | None = None
+    last_gen_tokens: dict | None = None
+
+    def _generating(self, steps: list[int], recs: list[dict]) -> None:
+        for step, t in zip(steps, map(itemgetter("tokens"), recs)):
+            if t["rollout_completion"]:
+                if self.last_gen_step is None:
+                    self.first_gen_step = step
+                elif len(self.gen_gaps) < 16:
+                    self.gen_gaps.add(step - self.last_gen_step)
+                self.last_gen_step, self.last_gen_tokens = step, t
+                self.generations += 1
 
     def _add(self, chunk: list[dict]) -> None:
         """Add a chunk of checked records to the sums, column-wise at C speed (zip + sum):
@@ -652,6 +669,7 @@ class LedgerSummary:
                 if s.first_step is None:
                     s.first_step, s.first_time = steps[0], recs[0]["time"]
                 s._add(recs)
+                s._generating(steps, recs)
         except OSError as e:
             s.error = f"cannot read ledger {s.path}: {e}"
             return s

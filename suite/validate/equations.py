@@ -16,10 +16,11 @@ U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N
 - WORK-006  reward-model work against the reward model and the tokens it scored.
 
 Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key.
+Every ledger-backed report (WORK-008): the engine profile is one of the engine's own.
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
-exact. An imported ledger prices per-step *means* and rounds each statistic once per log entry:
-every equation allows (mu + 2) tokens (pairs: (mu + 2) x the mean length) per generation batch.
+exact. An imported ledger prices per-step *means* and rounds each statistic once per generation
+batch: an equation allows half a unit per statistic it reads (times its coefficient) per batch.
 Bounds (attention pairs between the equal-length minimum and the one-long-sequence maximum)
 hold for any lengths and are never widened.
 """
@@ -56,9 +57,10 @@ def settings_of(doc):
 
 
 class System:
-    """The quantities every equation reads, from one report (None when it cannot apply)."""
+    """The quantities every equation reads, from one report (None when it cannot apply) and,
+    where it can be read, the ledger's layout (LedgerSummary: which records generated)."""
 
-    def __init__(self, doc):
+    def __init__(self, doc, led=None):
         from ..accounting import ENGINES
 
         self.doc = doc
@@ -83,12 +85,38 @@ class System:
         self.G = self.n // self.N if self.n is not None and self.N else 0
         prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
         self.declared = prov.get("steps") if isinstance(prov.get("steps"), int) else self.steps
+        spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
+        self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else spg)
+        self.led = None
+        if led is not None and self.method in (None, "measured") and led.records and not led.n_step_problems \
+                and not self.scheduled and led.records == self.steps:
+            self.led = led
 
     @property
     def ok(self) -> bool:
         """The equations apply: a ledger-backed report (not an estimate) with a known profile,
         valid settings and the completion count."""
         return self.method != "estimated" and self.prof is not None and self.s is not None and self.n is not None
+
+    @property
+    def layout(self) -> str | None:
+        """How a measured ledger's records map to generation batches: "per-generation" (every
+        record generated, with its batch's mu passes), "per-step" (TRL: one record per optimizer
+        step, the batch reused for mu of them), None when the ledger is not at hand."""
+        if self.led is None:
+            return None
+        return "per-generation" if self.led.generations == self.led.records else "per-step"
+
+    @property
+    def padded(self) -> bool:
+        """Training rows are padded: the profile pads and the lengths were real (imported means
+        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it)."""
+        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+
+    @property
+    def rollout_padded(self) -> bool:
+        """Generation rows are padded (as `padded`, for the rollout)."""
+        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
 
     @property
     def whole(self) -> bool:
@@ -105,10 +133,35 @@ class System:
         """Prefills run: one per prompt (shared) or one per completion."""
         return self.n // self.K if self.shared else self.n
 
+    def seq_tokens(self, prompt: int, completion: int) -> int:
+        """Tokens of the generated sequences (prompt + completion of each) from the counts."""
+        return (self.K * prompt if self.shared else prompt) + completion
+
     @property
     def L(self) -> int:
-        """Tokens of the generated sequences (prompt + completion of each), once."""
-        return (self.K * self.P if self.shared else self.P) + self.C
+        """Tokens of all generated sequences, once."""
+        return self.seq_tokens(self.P, self.C)
+
+    @property
+    def last_uses(self) -> int:
+        """Per-step layout: training passes over the last batch (mu, or fewer when the run
+        stopped inside its cycle)."""
+        return self.led.last_step - self.led.last_gen_step + 1
+
+    def update_tokens(self):
+        """What count.update must be: ("eq", value) or ("range", low, high)."""
+        mu, L = self.mu, self.L
+        if self.layout == "per-step":
+            t = self.led.last_gen_tokens
+            last = self.seq_tokens(t["rollout_prompt"], t["rollout_completion"])
+            return "eq", mu * L - (mu - self.last_uses) * last
+        if self.layout == "per-generation" and self.led.records == 1 and mu > 1:
+            return "range", L, mu * L       # one record: its batch's mu passes, or TRL's first step of mu
+        if self.layout == "per-generation" or self.method == "imported" or mu == 1:
+            return "eq", mu * L
+        if self.G == self.steps or self.G * mu == self.steps:
+            return "eq", mu * L
+        return "range", L, mu * L
 
     @property
     def complete(self) -> bool:
@@ -117,14 +170,20 @@ class System:
         run stopped inside a cycle trained its last batch fewer times."""
         if self.method == "imported" or self.mu == 1:
             return True
+        if self.layout == "per-generation":
+            return self.led.records > 1
+        if self.layout == "per-step":
+            return self.last_uses == self.mu
         return self.G == self.steps or self.G * self.mu == self.steps
 
-    def slack(self, per: int | float = 1) -> int:
-        """Absolute tolerance of an equation: 0 for integer lengths; imported means are rounded
-        once per statistic and log entry: (mu + 2) x `per` per generation batch."""
+    def slack(self, coef: int | float = 2) -> int:
+        """Absolute tolerance of an equation: 0 for integer lengths (measured). Imported work
+        prices per-step means and rounds each statistic once per generation batch: half a unit
+        per statistic per batch, times the equation's coefficients (`coef`, their absolute
+        sum)."""
         if self.method != "imported":
             return 0
-        return int((self.mu + 2) * per * max(self.G, 1)) + 1
+        return int(-(-Fraction(coef * max(self.G, 1)) // 2)) + 1
 
 
 def _tri(x) -> Fraction:
@@ -168,11 +227,19 @@ def _wp(key: str) -> str:
     return f'$.totals.work["{key}"]'
 
 
-def _system(ctx) -> System | None:
+def _led(ctx):
+    """The report's ledger summary when it is at hand and readable (None otherwise)."""
+    if ctx.base_dir is None or not ctx.section_ok("ledger") or ctx.ledger_escapes:
+        return None
+    s = ctx.ledger
+    return s if s is not None and s.error is None else None
+
+
+def _system(ctx, any_method: bool = False) -> System | None:
     sy = ctx.__dict__.get("_work_system")
     if sy is None:
-        sy = ctx.__dict__["_work_system"] = System(ctx.doc)
-    return sy if sy.ok else None
+        sy = ctx.__dict__["_work_system"] = System(ctx.doc, _led(ctx))
+    return sy if sy.ok or (any_method and sy.prof is not None) else None
 
 
 def _generations_allowed(sy: System) -> set[int]:
@@ -193,14 +260,17 @@ def _generations_allowed(sy: System) -> set[int]:
 @rule("WORK-001", title="completions disagree with K x prompts per step x steps", requires=_REQ)
 def sequences(ctx) -> Iterable[Issue]:
     """Every generation batch holds K x prompts_per_step completions, so `count.completions` =
-    K x prompts_per_step x G, with G the generation batches the declared steps imply: one per
-    ledger record (each record carries its batch's mu updates), or one per mu optimizer steps
-    (TRL's one record per optimizer step; with `grpo.steps_per_generation`, one per
-    steps_per_generation x mu / gradient_accumulation_steps). Imported logs count the
-    declared `provenance.steps`. Exact. A report whose prompts per step or K was edited
-    (16 -> 64, 2 -> 8) no longer divides its own completions."""
-    sy = System(ctx.doc)
-    if sy.method == "estimated" or sy.prof is None:
+    K x prompts_per_step x G, with G the generation batches the run made. With the ledger at
+    hand, G is the number of records that generated, and their layout must be one an engine
+    writes: every record generating (each with its batch's mu updates), or TRL's one record per
+    optimizer step, generating on the first and then every mu steps (the last cycle may be
+    cut short). Without it, G must be what the declared steps imply: one per step, or one per
+    mu steps (with `grpo.steps_per_generation`, one per steps_per_generation x mu /
+    gradient_accumulation_steps). Imported logs count the declared `provenance.steps`. Exact.
+    A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
+    divides its own completions or its ledger's rhythm."""
+    sy = _system(ctx, any_method=True)
+    if sy is None or sy.method == "estimated":
         return
     w = sy.w
     if sy.n is None:
@@ -209,18 +279,30 @@ def sequences(ctx) -> Iterable[Issue]:
                         "to the completions the run generated", "build the work with suite.accounting "
                         "(work_from_lengths), which counts them")
         return
-    if sy.steps == 0:
-        return  # PROV-001
+    if sy.steps == 0 or sy.s is None:
+        return  # PROV-001; SCHEMA
+    hint = "declare the group size, prompts per step and num_iterations the run used"
     if sy.n % sy.N:
         yield Issue(_wp("count.completions"), f"{sy.n:,} completions is not a whole number of generation batches "
-                    f"of K x prompts_per_step = {sy.K} x {sy.B} = {sy.N}",
-                    "declare the group size and prompts per step the run used")
+                    f"of K x prompts_per_step = {sy.K} x {sy.B} = {sy.N}", hint)
+        return
+    led, mu = sy.led, sy.mu
+    if sy.layout is not None:
+        if sy.G != led.generations:
+            yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
+                        f"but {led.generations:,} ledger records generated", hint)
+        if sy.layout == "per-step":
+            gaps = sorted(led.gen_gaps)
+            if led.first_gen_step != led.first_step or (gaps and gaps != [mu]) or sy.last_uses > mu:
+                yield Issue("$.grpo.num_iterations", f"the ledger's records generate at steps {led.first_gen_step:,}, "
+                            f"every {', '.join(map(str, gaps)) or '-'} steps, the last {sy.last_uses} steps before its "
+                            f"end; with mu = {mu}, TRL generates on the first step and then every {mu} steps", hint)
         return
     allowed = _generations_allowed(sy)
     if sy.G not in allowed:
         yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
-                    f"but {sy.steps:,} steps with mu = {sy.mu} imply {' or '.join(f'{a:,}' for a in sorted(allowed))}",
-                    "declare the group size, prompts per step and num_iterations the run used")
+                    f"but {sy.steps:,} steps with mu = {mu} imply {' or '.join(f'{a:,}' for a in sorted(allowed))}",
+                    hint)
 
 
 @rule("WORK-002", title="completion tokens outside [1, max_completion_tokens] per completion", requires=_REQ)
@@ -252,16 +334,17 @@ def rollout_work(ctx) -> Iterable[Issue]:
     generate: every row runs to the longest prompt and completion) at least that, in whole rows
     (a multiple of K x prompts_per_step). Attention pairs lie between all-equal and one-long
     sequences over those positions (pair_bounds), `attn_full` >= `attn_causal`; latent and
-    linear models' decode tokens are C - n. Imported: within (mu + 2) per generation batch."""
+    linear models' decode tokens are C - n. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None:
         return
     w, n, P, C = sy.w, sy.n, sy.P, sy.C
     tok, lm = w.get("rollout.tokens", 0), w.get("rollout.lm_head", 0)
     pos = P + C - n
-    sl = sy.slack()
+    sl = sy.slack(3)
     out = []
-    padded = sy.prof.rollout_is_padded
+    padded = sy.rollout_padded
     if not padded:
         out += [_eq(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n)", sl),
                 _eq(_wp("rollout.lm_head"), lm, C, "rollout logits (one per generated token)", sl)]
@@ -280,7 +363,7 @@ def rollout_work(ctx) -> Iterable[Issue]:
         if "rollout.decode_tokens" in w:
             out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
-    psl = sy.slack(1 + Fraction(tok, max(n, 1)))
+    psl = sy.slack(4)
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
         lo, hi = pair_bounds(n, tok)
     else:               # prefill pairs per prompt + decode pairs (c - 1) p + tri(c - 1) per completion
@@ -311,22 +394,25 @@ def update_work(ctx) -> Iterable[Issue]:
     positions) or every position but the last of each row. Pairs: `attn_full` = 2 x
     `attn_causal` - tokens (each row is a full square), causal pairs within pair_bounds.
     Dividing a ledger's update work by 100 (726 update tokens a step against 31,956) is
-    refused here. Imported: within (mu + 2) per generation batch."""
+    refused here. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None or sy.n == 0:
         return
     w, mu, L, U = sy.w, sy.mu, sy.L, sy.U
-    sl = sy.slack(1)
+    sl = sy.slack(mu * (sy.K + 1) + 2)   # L reads P with coefficient K where the prefill is shared
     out = []
-    if sy.complete:
-        out.append(_eq(_wp("count.update"), U, mu * L, f"update tokens (mu = {mu} passes x {L:,} sequence tokens)", sl))
+    kind, *want = sy.update_tokens()
+    if kind == "eq":
+        cut = "" if want[0] == mu * L else f", the last batch trained {sy.last_uses} times"
+        out.append(_eq(_wp("count.update"), U, want[0], f"update tokens (mu = {mu} passes x {L:,} sequence tokens{cut})", sl))
     else:
-        out += [_ge(_wp("count.update"), U, L, "update tokens (each batch trained once at least)", sl),
-                _le(_wp("count.update"), U, mu * L, f"update tokens (each batch trained at most mu = {mu} times)", sl)]
+        out += [_ge(_wp("count.update"), U, want[0], "update tokens (each batch trained once at least)", sl),
+                _le(_wp("count.update"), U, want[1], f"update tokens (each batch trained at most mu = {mu} times)", sl)]
     tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
     uses = Fraction(U, L) if L else Fraction(mu)          # passes per batch, on average
     rows = uses * sy.n
-    if not sy.prof.padded:
+    if not sy.padded:
         out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)", sl))
         want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else U - rows
     else:
@@ -351,7 +437,7 @@ def _pair_checks(sy: System, name: str, rows: int | None) -> list:
     """A full-sequence pass: full = 2 causal - tokens (exact per row), causal pairs in bounds."""
     w = sy.w
     tok, causal, full = w.get(f"{name}.tokens", 0), w.get(f"{name}.attn_causal", 0), w.get(f"{name}.attn_full", 0)
-    psl = sy.slack(1 + Fraction(tok, max(sy.n, 1)))
+    psl = sy.slack(4)
     out = [_eq(_wp(f"{name}.attn_full"), full, 2 * causal - tok, f"{name} full-square pairs (2 x causal - tokens)", psl)]
     if rows:
         lo, hi = pair_bounds(rows, tok)
@@ -368,7 +454,8 @@ def logprob_passes(ctx) -> Iterable[Issue]:
     says so. When they run, each is one pass over the batch the training passes ran over:
     every statistic equals the other's, and the training pass's is mu times it (between 1 and
     mu times for a run stopped inside a cycle). A beta raised to 0.04 or a mu raised to 4
-    without their passes is refused. Imported: within (mu + 2) per generation batch."""
+    without their passes is refused. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None or sy.n == 0:
         return
@@ -384,14 +471,13 @@ def logprob_passes(ctx) -> Iterable[Issue]:
                         f"{'is missing' if runs else 'is charged'}, but {why} says it {'runs' if runs else 'does not run'}",
                         "declare the num_iterations and beta the run used, and rebuild its work")
     passes = [p for p, r in (("update.old", old), ("update.ref", ref)) if r and w.get(f"{p}.tokens", 0) > 0]
-    sl = sy.slack(1)
+    sl = sy.slack(mu + 1)
     stats = sorted({k.split(".", 2)[2] for k in w if k.startswith(passes[0] + ".")}) if passes else []
     for s in stats:
         if s == "calls":
             continue  # forward calls per pass follow micro-batches, not rows
         one = w.get(f"{passes[0]}.{s}", 0)
-        psl = sl if s in ("tokens", "lm_head", "rows", "chunks") else sy.slack(1 + Fraction(w.get(
-            f"{passes[0]}.tokens", 0), max(sy.n, 1)))
+        psl = sl
         for other in passes[1:]:
             if s in ("lm_head", "tokens", "attn_causal", "attn_full") or f"{other}.{s}" in w:
                 i = _eq(_wp(f"{other}.{s}"), w.get(f"{other}.{s}", 0), one, f"{other}.{s} (one pass, as {passes[0]})", psl)
@@ -415,11 +501,13 @@ def logprob_passes(ctx) -> Iterable[Issue]:
 def reward_work(ctx) -> Iterable[Issue]:
     """A reward model scores sequences when the report names one: `reward.tokens` > 0 iff
     `reward.model` is set (and completions were generated). Its forward runs over at least the
-    tokens it scored (`count.reward`; padded widths may add more), its score head projects every
+    tokens it scored (`count.reward`: exactly those where the profile does not pad, at least
+    those where TRL pads a model reward's batch), its causal pairs lie within pair_bounds, its score head projects every
     position (`reward.heads` = `reward.tokens`), each sequence is a full square
     (`attn_full` = 2 x `attn_causal` - tokens), and it scores at most twice each sequence's prompt
     and completion (`reward_tokens_bound`: its own tokenizer may spell the text longer).
-    Imported: within (mu + 2) per generation batch."""
+    Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None or sy.n == 0:
         return
@@ -432,11 +520,16 @@ def reward_work(ctx) -> Iterable[Issue]:
         return
     if not model:
         return
-    sl = sy.slack(1)
+    sl = sy.slack(2 * (sy.K + 1) + 1)
     seq = sy.L if sy.L else 0
-    for i in (_ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl),
-              _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
+    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", sl)
+           if not sy.padded else
+           _ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl))
+    causal = w.get("reward.attn_causal", 0)
+    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
               _le(_wp("count.reward"), sy.R, 2 * seq, "tokens scored (at most twice each prompt + completion)", sl),
+              _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs", sy.slack(4)),
+              _le(_wp("reward.attn_causal"), causal, _tri(rt), "reward-model causal pairs", sy.slack(4)),
               *_pair_checks(sy, "reward", None)):
         if i:
             yield i
@@ -486,3 +579,36 @@ def estimate_work(ctx) -> Iterable[Issue]:
                     f"{means['prompt_tokens']:g}, completion {means['completion_tokens']:g}) under the declared settings "
                     f"give {want.get(k, 0):,}{more}",
                     "price the estimate again from its setup: race report --estimate SPEC")
+
+
+def own_profiles(engine: str) -> set[str]:
+    """The registered engine profiles that model `engine` (named after it: trl, trl-cpu,
+    trl-vllm for trl; verl for verl); empty for an engine without profiles of its own."""
+    from ..accounting import ENGINES
+
+    return {p for p in ENGINES if p == engine or p.startswith(engine + "-")}
+
+
+@rule("WORK-008", title="engine profile is not one of the engine's own", requires=("run", "accounting"))
+def engine_profile(ctx) -> Iterable[Issue]:
+    """A measured or imported ledger was priced under the profile of the engine that ran it (the
+    suite's callback and importers pick it): an engine with profiles of its own (trl: trl,
+    trl-cpu, trl-vllm; verl: verl) must declare one of them, and a profile named for an engine
+    (trl-vllm) is declared by that engine only. The generic profile (useful work
+    only) suits engines without a profile and hand-filled estimates; declared on a TRL ledger it
+    drops the padding, head recompute and passes TRL really runs."""
+    if _method(ctx.doc) == "estimated":
+        return
+    engine = ctx.doc["run"]["engine"]["name"]
+    prof = ctx.doc["accounting"]["engine_profile"]
+    from ..accounting import ENGINES
+
+    if prof not in ENGINES:
+        return  # PHYS-001 names the unknown profile
+    own = own_profiles(engine)
+    family = prof.split("-")[0]
+    foreign = prof != "generic" and family != engine and prof in own_profiles(family)
+    if (own and prof not in own) or foreign:
+        yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
+                    f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
+                    "price the run under the profile of the engine that ran it (race report picks it)")

@@ -89,7 +89,7 @@ def declared_steps(ctx) -> Iterable[Issue]:
 def dressed_estimate(ctx) -> Iterable[Issue]:
     """A measured (or imported) ledger records what each step really did, and real steps differ:
     completion lengths vary from batch to batch. A ledger in which one record (the same tokens
-    and work) recurs in more than half of the records that generated, from three on, was
+    and work) recurs in more than half of the records that generated, three times at least, was
     written from mean lengths -- an estimate dressed as a measurement, whether or not a record
     or two were nudged by a token. (Records that only reuse a batch, mu > 1, repeat their
     batch's numbers by nature and are not counted.) Label it as one: `race report --estimate`
@@ -100,7 +100,7 @@ def dressed_estimate(ctx) -> Iterable[Issue]:
     if s is None or s.records < MIN_IDENTICAL or s.problems or s.torn is not None:
         return
     n, top = _most_repeated(ctx.ledger_path, s)
-    if n >= MIN_IDENTICAL and 2 * top > n:
+    if top >= MIN_IDENTICAL and 2 * top > n:
         what = f"all {n:,}" if top == n else f"{top:,} of the {n:,}"
         yield Issue("$.ledger.path", f"{what} ledger records that generated are identical (the same tokens and work "
                     f"in each step): these numbers come from means, not a per-step measurement",
