@@ -363,7 +363,7 @@ def rollout_work(ctx) -> Iterable[Issue]:
         if "rollout.decode_tokens" in w:
             out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
-    psl = sy.slack(4)
+    psl = sy.slack(3 + Fraction(sy.K * P + C, max(n, 1)))   # a bound moves by ~the mean length per token rounded
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
         lo, hi = pair_bounds(n, tok)
     else:               # prefill pairs per prompt + decode pairs (c - 1) p + tri(c - 1) per completion
@@ -441,6 +441,7 @@ def _pair_checks(sy: System, name: str, rows: int | None) -> list:
     out = [_eq(_wp(f"{name}.attn_full"), full, 2 * causal - tok, f"{name} full-square pairs (2 x causal - tokens)", psl)]
     if rows:
         lo, hi = pair_bounds(rows, tok)
+        psl = sy.slack(3 + Fraction(tok, rows))     # a bound moves by ~the row length per token rounded
         out += [_ge(_wp(f"{name}.attn_causal"), causal, lo, f"{name} causal attention pairs", psl),
                 _le(_wp(f"{name}.attn_causal"), causal, hi, f"{name} causal attention pairs", psl)]
     return out
@@ -528,7 +529,8 @@ def reward_work(ctx) -> Iterable[Issue]:
     causal = w.get("reward.attn_causal", 0)
     for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
               _le(_wp("count.reward"), sy.R, 2 * seq, "tokens scored (at most twice each prompt + completion)", sl),
-              _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs", sy.slack(4)),
+              _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs",
+                  sy.slack(3 + Fraction(rt, max(sy.n, 1)))),
               _le(_wp("reward.attn_causal"), causal, _tri(rt), "reward-model causal pairs", sy.slack(4)),
               *_pair_checks(sy, "reward", None)):
         if i:
