@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..record.ledger import first_record
 from .registry import Issue, rule
 
 MIN_IDENTICAL = 3
@@ -99,37 +98,9 @@ def dressed_estimate(ctx) -> Iterable[Issue]:
     s = _ledger(ctx)
     if s is None or s.records < MIN_IDENTICAL or s.problems or s.torn is not None:
         return
-    n, top = _most_repeated(ctx.ledger_path, s)
+    n, top = s.generations, s.top_repeat
     if top >= MIN_IDENTICAL and 2 * top > n:
         what = f"all {n:,}" if top == n else f"{top:,} of the {n:,}"
         yield Issue("$.ledger.path", f"{what} ledger records that generated are identical (the same tokens and work "
                     f"in each step): these numbers come from means, not a per-step measurement",
                     "mark it as what it is: race report --estimate SPEC (provenance.method estimated, no ledger)")
-
-
-def _most_repeated(path, s) -> tuple[int, int]:
-    """(records that generated, how often the most common of them recurs). Cheap first: when
-    every record equals the first (from the sums), no second pass is needed."""
-    first = first_record(path)
-    if first is None:
-        return 0, 0
-    n = s.records
-    if all(s.tokens.get(k, 0) == n * v for k, v in first["tokens"].items()) \
-            and set(s.work) == set(first["work"]) and all(s.work[k] == n * v for k, v in first["work"].items()):
-        return n, n
-    import json
-    from collections import Counter
-
-    from ..record.ledger import iter_ledger
-
-    seen: Counter = Counter()
-    gen = 0
-    try:
-        for rec in iter_ledger(path, strict=False):
-            if not rec["tokens"].get("rollout_completion"):
-                continue
-            gen += 1
-            seen[json.dumps([rec["tokens"], rec["work"]], sort_keys=True)] += 1
-    except Exception:  # noqa: BLE001 -- the ledger rules report an unreadable ledger
-        return 0, 0
-    return gen, max(seen.values(), default=0)
