@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase_flops, tokens_from_work,
                               work_from_lengths)
+from suite.errors import RaceError
 from suite.record.ledger import LedgerWriter
 from suite.accounting.modelspec import catalog_names, load_spec
 from suite.record.report import Provenance, build_report, model_entry, totals_from
@@ -36,6 +37,16 @@ def _paired(targets: list) -> list:
     return targets
 
 
+def _adaptable(policy: str, targets: list) -> list:
+    """Targets that adapt something in `policy` (gpt-oss has no gate_proj/up_proj of its own:
+    a LoRA on only those is refused), adding q_proj where they would not."""
+    try:
+        Adapter(kind="lora", rank=8, alpha=16.0, targets=tuple(targets)).trainable_params(_load(policy))
+    except RaceError:
+        return [*targets, "q_proj"] if "q_proj" not in targets else targets
+    return targets
+
+
 @st.composite
 def run_specs(draw) -> dict:
     """A run spec a real GRPO run could have (no plausibility warnings)."""
@@ -43,9 +54,11 @@ def run_specs(draw) -> dict:
     targets = _paired(draw(st.lists(st.sampled_from(PROJECTIONS), min_size=1, max_size=7, unique=True)))
     prm = draw(st.booleans())
     mcl = draw(st.sampled_from([16, 256, 2048]))
+    policy = draw(st.sampled_from(POLICIES))
+    targets = _adaptable(policy, targets)
     return {
         "id": "fuzz", "label": "fuzz", "seed": draw(st.integers(0, 9)),
-        "policy": draw(st.sampled_from(POLICIES)),
+        "policy": policy,
         "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank, "targets": targets} if rank else {"type": "full"},
         "grpo": {"group_size": draw(st.integers(2, 8)), "prompts_per_step": draw(st.integers(1, 8)),
                  "num_iterations": draw(st.integers(1, 3)), "beta": draw(st.sampled_from([0.0, 0.04])),
@@ -155,7 +168,8 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> list[tuple[dict, Path]]:
         spec = {
             "id": f"pool-{i}", "policy": POLICIES[i % len(POLICIES)],
             "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank,
-                        "targets": _paired(rng.sample(PROJECTIONS, rng.randint(1, 7)))} if rank else {"type": "full"},
+                        "targets": _adaptable(POLICIES[i % len(POLICIES)], _paired(rng.sample(PROJECTIONS, rng.randint(1, 7))))}
+            if rank else {"type": "full"},
             "grpo": {"group_size": rng.randint(2, 8), "prompts_per_step": rng.randint(1, 8),
                      "num_iterations": rng.randint(1, 3), "beta": rng.choice([0.0, 0.04]),
                      "max_completion_tokens": rng.choice([16, 256, 2048]), "gradient_checkpointing": rng.random() < 0.5},
@@ -202,10 +216,10 @@ def _change_phase_consistently(doc, folder, delta):
 
 def _other_architecture(doc, delta):
     """Another catalog policy of a different architecture (a twin -- Qwen2.5-7B and
-    DeepSeek-R1-Distill-Qwen-7B -- has the same shapes, counts and costs, so swapping to it is no
-    mutation)."""
-    def arch(spec: dict) -> dict:
-        return {k: v for k, v in spec.items() if k != "name"}
+    DeepSeek-R1-Distill-Qwen-7B, or Qwen2.5-1.5B-Instruct and its untied distill -- has the same
+    shapes and costs, so swapping to it is no mutation of the compute)."""
+    def arch(spec: dict) -> dict:   # tied or untied embeddings cost the same FLOPs (the head runs either way)
+        return {k: v for k, v in spec.items() if k not in ("name", "tie_embeddings")}
 
     names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"])]
     return load_spec(names[delta % len(names)])
@@ -309,7 +323,8 @@ def _spec_dict(i: int, rng, profile: str) -> dict:
     return {
         "id": f"forge-{i}", "policy": POLICIES[i % len(POLICIES)],
         "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank,
-                    "targets": _paired(rng.sample(PROJECTIONS, rng.randint(1, 7)))} if rank else {"type": "full"},
+                    "targets": _adaptable(POLICIES[i % len(POLICIES)], _paired(rng.sample(PROJECTIONS, rng.randint(1, 7))))}
+        if rank else {"type": "full"},
         "grpo": {"group_size": rng.randint(2, 6), "prompts_per_step": rng.randint(1, 6),
                  "num_iterations": rng.choice([1, 1, 2, 3]), "beta": rng.choice([0.0, 0.04]),
                  "max_completion_tokens": rng.choice([64, 256, 2048]), "gradient_checkpointing": rng.random() < 0.5},
@@ -633,7 +648,7 @@ FORGERIES = {
                               _setting("num_iterations", lambda d, r: d["grpo"]["num_iterations"] + r.choice((1, 2, 3)))),
     "beta-flipped": (("measured", "imported", "estimated"), _always, _setting("beta", _beta_flip)),
     "cap-below-lengths": (("measured", "imported", "estimated"), _cap_ok, _setting("max_completion_tokens", _cap_below)),
-    "engine-profile-swapped": (("measured", "imported", "estimated"), _always, _other_profile),
+    "engine-profile-swapped": (("measured", "imported", "estimated"), _always, _other_profile),   # estimates: not to generic
     "estimate-work-scaled": (("estimated",), _always, _estimate_work(_is_flop_work)),
     "estimate-update-work-scaled": (("estimated",), _always, _estimate_work(_is_update)),
     "estimate-steps-edited": (("estimated",), _always, _estimate_steps),

@@ -596,11 +596,10 @@ def engine_profile(ctx) -> Iterable[Issue]:
     """A measured or imported ledger was priced under the profile of the engine that ran it (the
     suite's callback and importers pick it): an engine with profiles of its own (trl: trl,
     trl-cpu, trl-vllm; verl: verl) must declare one of them, and a profile named for an engine
-    (trl-vllm) is declared by that engine only. The generic profile (useful work
-    only) suits engines without a profile and hand-filled estimates; declared on a TRL ledger it
+    (trl-vllm) is declared by that engine only, in every report. The generic profile (useful
+    work only) suits engines without a profile and any estimate; declared on a TRL ledger it
     drops the padding, head recompute and passes TRL really runs."""
-    if _method(ctx.doc) == "estimated":
-        return
+    estimate = _method(ctx.doc) == "estimated"
     engine = ctx.doc["run"]["engine"]["name"]
     prof = ctx.doc["accounting"]["engine_profile"]
     from ..accounting import ENGINES
@@ -610,7 +609,7 @@ def engine_profile(ctx) -> Iterable[Issue]:
     own = own_profiles(engine)
     family = prof.split("-")[0]
     foreign = prof != "generic" and family != engine and prof in own_profiles(family)
-    if (own and prof not in own) or foreign:
+    if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
                     f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
                     "price the run under the profile of the engine that ran it (race report picks it)")
