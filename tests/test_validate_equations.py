@@ -284,3 +284,19 @@ def test_imported_tolerance_is_the_rounding_of_means(tmp_path):
     for by, refused in ((slack - (doc["totals"]["work"]["count.update"] - want), False),
                         (slack + 1 - (doc["totals"]["work"]["count.update"] - want), True)):
         assert ("WORK-004" in _ids(validate_report(_bump_update_tokens(doc, by)))) == refused, by
+
+
+def test_a_resumed_trl_run_regenerates_early_and_passes(tmp_path):
+    """TRL regenerates right after a resume: one batch served fewer than mu steps."""
+    spec = _spec("trl", mu=2)
+    recs = _trl_layout_records(spec, [([3], [4, 5]), ([6], [2, 7]), ([5], [3, 3])])
+    del recs[1]                                       # resumed at step 1: step 2 generated again
+    for i, r in enumerate(recs, 1):
+        r["step"] = i
+    write_ledger(tmp_path / "ledger.jsonl", recs)
+    doc = build_report(tmp_path / "ledger.jsonl", spec, created="2026-12-01T00:00:00Z",
+                       provenance=Provenance("measured", recorder="test")).doc
+    assert validate_report(doc, base_dir=tmp_path) == []
+    bad = copy.deepcopy(doc)
+    bad["grpo"]["num_iterations"] = 3                  # no batch served three steps
+    assert "WORK-001" in _refused(bad, tmp_path)

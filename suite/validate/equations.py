@@ -143,6 +143,11 @@ class System:
         return self.seq_tokens(self.P, self.C)
 
     @property
+    def regular(self) -> bool:
+        """Per-step layout: every batch but the last served mu steps (no resume in between)."""
+        return self.led.gen_gaps <= {self.mu}
+
+    @property
     def last_uses(self) -> int:
         """Per-step layout: training passes over the last batch (mu, or fewer when the run
         stopped inside its cycle)."""
@@ -151,6 +156,8 @@ class System:
     def update_tokens(self):
         """What count.update must be: ("eq", value) or ("range", low, high)."""
         mu, L = self.mu, self.L
+        if self.layout == "per-step" and not self.regular:
+            return "range", L, mu * L       # a resumed run: one batch served fewer steps
         if self.layout == "per-step":
             t = self.led.last_gen_tokens
             last = self.seq_tokens(t["rollout_prompt"], t["rollout_completion"])
@@ -173,7 +180,7 @@ class System:
         if self.layout == "per-generation":
             return self.led.records > 1
         if self.layout == "per-step":
-            return self.last_uses == self.mu
+            return self.regular and self.last_uses == self.mu
         return self.G == self.steps or self.G * self.mu == self.steps
 
     def slack(self, coef: int | float = 2) -> int:
@@ -264,7 +271,8 @@ def sequences(ctx) -> Iterable[Issue]:
     hand, G is the number of records that generated, and their layout must be one an engine
     writes: every record generating (each with its batch's mu updates), or TRL's one record per
     optimizer step, generating on the first and then every mu steps (the last cycle may be
-    cut short). Without it, G must be what the declared steps imply: one per step, or one per
+    cut short; a resumed run regenerates early once, so a gap below mu is allowed beside gaps
+    of mu, never one above). Without it, G must be what the declared steps imply: one per step, or one per
     mu steps (with `grpo.steps_per_generation`, one per steps_per_generation x mu /
     gradient_accumulation_steps). Imported logs count the declared `provenance.steps`. Exact.
     A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
@@ -293,7 +301,10 @@ def sequences(ctx) -> Iterable[Issue]:
                         f"but {led.generations:,} ledger records generated", hint)
         if sy.layout == "per-step":
             gaps = sorted(led.gen_gaps)
-            if led.first_gen_step != led.first_step or (gaps and gaps != [mu]) or sy.last_uses > mu:
+            # A batch serves at most mu steps; a resumed run regenerates early once (a gap < mu),
+            # so mu itself must still be among the gaps.
+            if led.first_gen_step != led.first_step or sy.last_uses > mu or any(g > mu for g in gaps) \
+                    or (gaps and mu not in gaps):
                 yield Issue("$.grpo.num_iterations", f"the ledger's records generate at steps {led.first_gen_step:,}, "
                             f"every {', '.join(map(str, gaps)) or '-'} steps, the last {sy.last_uses} steps before its "
                             f"end; with mu = {mu}, TRL generates on the first step and then every {mu} steps", hint)
