@@ -221,7 +221,16 @@ def _other_architecture(doc, delta):
     def arch(spec: dict) -> dict:   # tied or untied embeddings cost the same FLOPs (the head runs either way)
         return {k: v for k, v in spec.items() if k not in ("name", "tie_embeddings")}
 
-    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"])]
+    adapter = _objects(_spec_like(doc))[1]
+
+    def adapts(spec) -> bool:
+        try:
+            adapter.trainable_params(spec)
+            return True
+        except RaceError:   # gpt-oss has no gate_proj/up_proj: a LoRA on only those is no run
+            return False
+
+    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))]
     return load_spec(names[delta % len(names)])
 
 

@@ -423,6 +423,7 @@ def update_work(ctx) -> Iterable[Issue]:
     tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
     uses = Fraction(U, L) if L else Fraction(mu)          # passes per batch, on average
     rows = uses * sy.n
+    sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
     if not sy.padded:
         out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)", sl))
         want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else U - rows

@@ -337,9 +337,9 @@ def expected_trainable(spec, adapter: dict) -> int | None:
     try:
         a = Adapter(kind=adapter["type"], rank=adapter["rank"] or 0, alpha=adapter["alpha"] or 0.0,
                     **({"targets": tuple(adapter["targets"])} if adapter["targets"] else {}))
+        return a.trainable_params(spec)
     except (RaceError, TypeError, ValueError):
-        return None
-    return a.trainable_params(spec)
+        return None   # targets this model does not have: PHYS-001 names why its update cannot be priced
 
 
 # ---- the hardware cross-check ----------------------------------------------------------------
