@@ -16,6 +16,8 @@ U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N
 - WORK-006  reward-model work against the reward model and the tokens it scored.
 
 Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key.
+Staged runs, discarded completions and multi-turn rollouts (the `stages` and `rollouts`
+sections, count.* keys beyond suite.accounting's) are left to the rules of those sections.
 Every ledger-backed report (WORK-008): the engine profile is one of the engine's own.
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
@@ -86,7 +88,14 @@ class System:
         prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
         self.declared = prov.get("steps") if isinstance(prov.get("steps"), int) else self.steps
         spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
-        self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else spg)
+        self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else 1)
+        from ..accounting import COUNT_KEYS
+
+        # Staged runs (per-stage settings), discarded completions and multi-turn environment
+        # tokens have rules of their own (the field-runs sections): these equations assume one
+        # setting and every generated token trained, so they step aside.
+        self.extended = any(k in doc for k in ("stages", "rollouts")) or \
+            any(k.startswith("count.") and k not in COUNT_KEYS for k in self.w)
         self.led = None
         if led is not None and self.method in (None, "measured") and led.records and not led.n_step_problems \
                 and not self.scheduled and led.records == self.steps:
@@ -96,7 +105,8 @@ class System:
     def ok(self) -> bool:
         """The equations apply: a ledger-backed report (not an estimate) with a known profile,
         valid settings and the completion count."""
-        return self.method != "estimated" and self.prof is not None and self.s is not None and self.n is not None
+        return self.method != "estimated" and self.prof is not None and self.s is not None and self.n is not None \
+            and not self.extended
 
     @property
     def layout(self) -> str | None:
@@ -278,7 +288,7 @@ def sequences(ctx) -> Iterable[Issue]:
     A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
     divides its own completions or its ledger's rhythm."""
     sy = _system(ctx, any_method=True)
-    if sy is None or sy.method == "estimated":
+    if sy is None or sy.method == "estimated" or sy.extended:
         return
     w = sy.w
     if sy.n is None:
@@ -557,8 +567,8 @@ def estimate_work(ctx) -> Iterable[Issue]:
     `max_completion_tokens`. Editing steps (100 -> 200), the means, prompts per step, K, the cap,
     beta or mu without pricing them again is refused; priced again, the edited setup is the one
     the report claims, and its FLOPs follow (PHYS-001)."""
-    if _method(ctx.doc) != "estimated":
-        return
+    if _method(ctx.doc) != "estimated" or "stages" in ctx.doc or "rollouts" in ctx.doc:
+        return  # a staged or filtered estimate is priced per stage (the field-runs rules)
     from ..accounting import work_from_means
     from ..accounting.modelspec import ModelSpec
     from ..errors import RaceError
