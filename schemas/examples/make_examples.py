@@ -38,6 +38,7 @@ from suite.accounting.pretraining import share_of_pretraining  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
 from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
 from suite.train.cell import cell_from_dict  # noqa: E402
+from suite.validate.physics import _inputs, _priced  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16
@@ -245,7 +246,8 @@ def invalid_cases(valid: dict[str, dict]):
     yield "ledger-sums", mut(sparse, bump_rollout), ["ARITH-004", "PHYS-001"]
     yield "ledger-sha256", mut(sparse, setp(("ledger", "sha256"), "0" * 64)), ["ARITH-006"]
     yield "record-count", mut(sparse, both(setp(("ledger", "records"), sparse["ledger"]["records"] + 1),
-                                          setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), ["ARITH-007"]
+                                          setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), \
+        ["ARITH-007", "WORK-001"]   # 41 steps cannot hold the 40 generation batches the completions make
     yield "tokens-vs-work", mut(sparse, setp(("totals", "tokens", "rollout_completion"),
                                               sparse["totals"]["tokens"]["rollout_completion"] + 1)), ["ARITH-008", "ARITH-004"]
     yield "ledger-missing", mut(sparse, setp(("ledger", "path"), "no-such-ledger.jsonl")), ["LEDGER-003"]
@@ -287,7 +289,26 @@ def invalid_cases(valid: dict[str, dict]):
     yield "wrong-attention", mut(sparse, setp(("accounting", "attention"), "full")), ["PHYS-001"]
     yield "unknown-engine-profile", mut(sparse, setp(("accounting", "engine_profile"), "megatron")), ["PHYS-001"]
     yield "outside-band", mut(sparse, setp(("budget", "band"), {"low": 1, "high": 2})), ["PLAUS-001"]
-    yield "group-size-1", mut(sparse, setp(("grpo", "group_size"), 1)), ["PLAUS-002"]
+    yield "group-size-1", mut(sparse, both(setp(("grpo", "group_size"), 1), setp(("grpo", "prompts_per_step"), 32))), \
+        ["PLAUS-002"]
+    # The work equations: settings a report declares against the work its ledger records (each
+    # edit repriced by a consistent forger: PHYS-001 agrees, the equations do not).
+    yield "prompts-per-step-edited", mut(sparse, setp(("grpo", "prompts_per_step"), 64)), \
+        ["WORK-001", "WORK-003", "WORK-004"]   # and padded rows no longer come in whole batches
+    yield "cap-below-lengths", mut(sparse, setp(("grpo", "max_completion_tokens"), 100)), ["WORK-002"]
+    yield "beta-without-reference", mut(sparse, setp(("grpo", "beta"), 0.04)), ["WORK-005"]
+    yield "mu-without-passes", mut(sparse, setp(("grpo", "num_iterations"), 4)), ["WORK-004", "WORK-005"]
+
+    def halve_heads(d):
+        d["totals"]["work"]["reward.heads"] //= 2
+        d["totals"]["flops"] = {**d["totals"]["flops"], **_priced(d["totals"]["work"], _inputs(d))}
+        _retotal(d)
+    yield "reward-heads-halved", mut(prm, halve_heads), ["WORK-006", "ARITH-004"]
+
+    def more_steps(d):   # 200 -> 400 steps and a longer mean, the totals left as they were
+        d["provenance"]["steps"] = d["totals"]["steps"] = 400
+        d["provenance"]["means"]["completion_tokens"] = 1310
+    yield "estimate-steps-edited", mut(valid["estimate"], more_steps), ["WORK-007"]
     yield "eval-n", mut(sparse, setp(("evaluations", 0, "n"), 200)), ["PLAUS-003"]
 
     def no_update(d):
@@ -381,6 +402,30 @@ def invalid_cases(valid: dict[str, dict]):
     first = json.loads(lines[0])
     same = b"".join(json.dumps({**first, "step": i + 1}).encode() + b"\n" for i in range(len(lines)))
     yield "identical-records", None, ["PROV-003"], same
+    near = lines[:1] + [json.dumps({**first, "step": i + 1}).encode() + b"\n" for i in range(1, len(lines))]
+    yield "identical-but-one", None, ["PROV-003"], b"".join(near)     # one record differs: still means
+    # Fabricated work (issue 29): every record's update work / 100, rollout work x 0.35, repriced.
+    yield "work-fabricated", None, ["WORK-003", "WORK-004"], _forged(sparse, lines, _fabricate)
+
+
+def _fabricate(work: dict) -> None:
+    for k in list(work):
+        if k.startswith("update."):
+            work[k] //= 100
+        elif k.startswith("rollout."):
+            work[k] = int(work[k] * 0.35)
+
+
+def _forged(doc: dict, lines: list, edit) -> bytes:
+    """The ledger lines with each record's work edited by `edit` and its FLOPs priced again
+    from the report's own specs, as a consistent forger would."""
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        edit(rec["work"])
+        rec["flops"] = _priced(rec["work"], _inputs(doc))
+        out.append(json.dumps(rec).encode() + b"\n")
+    return b"".join(out)
 
 
 def make_invalid(valid: dict[str, dict]) -> None:

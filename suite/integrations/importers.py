@@ -262,11 +262,12 @@ class ImportResult:
 def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine: str, engine_version: str,
                  engine_profile: str, notes: str, source: dict, force: bool = False,
                  peak_tflops: float = DEFAULT_PEAK_TFLOPS, assumptions: list[dict] | None = None,
-                 evaluations: list[dict] | None = None, hardware=None) -> ImportResult:
+                 evaluations: list[dict] | None = None, hardware=None,
+                 declared_steps: int | None = None) -> ImportResult:
     """Write ledger.jsonl, report.json and comparison.json for `steps` of `cell` into `out`.
     FLOPs come from suite.accounting under `engine_profile`; the report's provenance is
-    `imported` from `source` ({engine, file, fields}), with the last logged step as the steps
-    the run took."""
+    `imported` from `source` ({engine, file, fields}), with `declared_steps` (the engine's own
+    step count, TRL's global_step) as the steps the run took, by default the last logged step."""
     from dataclasses import replace
 
     from .. import accounting as acc
@@ -336,8 +337,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
         cmp.peak_flops = peak_tflops * 1e12
 
     report = build_report(ledger_path, spec, report_dir=out, evaluations=evaluations, provenance=Provenance(
-        "imported", recorder=f"race import {source.get('engine', engine)}", steps=steps[-1].step, source=source,
-        assumptions=tuple(assumptions) if assumptions else None))
+        "imported", recorder=f"race import {source.get('engine', engine)}", steps=declared_steps or steps[-1].step,
+        source=source, assumptions=tuple(assumptions) if assumptions else None))
     write_report(report_path, report)
     write_json_atomic(cmp_path, cmp.to_dict())
     return ImportResult(ledger_path, report_path, cmp_path, report.doc, cmp)
@@ -369,6 +370,7 @@ def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_v
     document).
     """
     steps = read_trl_state(state, cell)
+    declared = trl_global_step(state, steps[-1].step)
     if engine_version is None:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -382,4 +384,27 @@ def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_v
     source = {"engine": "trl", "file": Path(state).name if Path(state).is_file() else "trainer_state.json",
               "fields": list(TRL_NEEDED)}
     return import_steps(steps, cell, out, engine="trl", engine_version=engine_version,
-                        engine_profile=engine_profile, notes=notes, source=source, force=force)
+                        engine_profile=engine_profile, notes=notes, source=source, force=force,
+                        declared_steps=declared)
+
+
+def trl_global_step(state: str | Path, last_logged: int) -> int:
+    """The optimizer steps a TRL run took: trainer_state.json's `global_step` (TRL writes it
+    beside log_history on every save), so that a log that stops short of it is caught (PROV-002)
+    rather than imported as a shorter run. Without it, the last logged step.
+
+    Args: `state`, the trainer_state.json (or its folder); `last_logged`, the last logged step.
+    Returns the declared step count. A global_step below the last logged step is a RaceError."""
+    path = Path(state)
+    if path.is_dir():
+        path = path / "trainer_state.json"
+    try:
+        g = jsonstrict.load(path, allow_nan=True).get("global_step")
+    except (OSError, RaceError, AttributeError):
+        return last_logged
+    if isinstance(g, bool) or not isinstance(g, int):
+        return last_logged
+    if g < last_logged:
+        raise RaceError(f"{path}: global_step {g} is below the last logged step {last_logged}",
+                        "pass the trainer_state.json of one run (the checkpoint's own file)")
+    return g
