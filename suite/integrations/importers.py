@@ -400,7 +400,7 @@ def trl_global_step(state: str | Path, last_logged: int) -> int:
         path = path / "trainer_state.json"
     try:
         g = jsonstrict.load(path, allow_nan=True).get("global_step")
-    except (OSError, RaceError, AttributeError):
+    except (OSError, ValueError, RaceError, AttributeError):
         return last_logged
     if isinstance(g, bool) or not isinstance(g, int):
         return last_logged
