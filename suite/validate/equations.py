@@ -629,7 +629,8 @@ def engine_profile(ctx) -> Iterable[Issue]:
     if prof not in ENGINES:
         return  # PHYS-001 names the unknown profile
     own = own_profiles(engine)
-    family = prof.split("-")[0]
+    parts = prof.split("-")    # the engine a profile is named for: its shortest prefix that is a profile
+    family = next(("-".join(parts[:i]) for i in range(1, len(parts) + 1) if "-".join(parts[:i]) in ENGINES), prof)
     foreign = prof != "generic" and family != engine and prof in own_profiles(family)
     if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "

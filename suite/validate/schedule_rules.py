@@ -34,8 +34,11 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
     exceed mu x (the rollout's prompt + completion tokens, a shared prefill counted once per
     completion); a run stopped mid-cycle trains less. An estimate (every step priced from
     means) must equal it. A ledger that charges a full-batch pass on every optimizer step
-    breaks this bound."""
+    breaks this bound. Staged, filtered and multi-turn reports (`stages`, `rollouts`) step aside:
+    their own rules (ST-, RO-) tie update tokens to the rows kept and the stages."""
     doc = ctx.doc
+    if "stages" in doc or "rollouts" in doc:
+        return
     rows = _rollout_rows_tokens(doc)
     if rows is None:
         return
