@@ -168,7 +168,10 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
         hw = Hardware.from_dict(h, f"{cell.name}: hardware")
     assumptions = [{"field": "discarded sequence length", "value": "as the kept ones",
                     "why": "the log counts the tokens of the sequences trained on only (global_valid_toks); the "
-                           f"{n} - global_valid_seqs discarded ones are priced at the step's mean"}]
+                           f"{n} - global_valid_seqs discarded ones are priced at the step's mean"},
+                   {"field": "discarded sequences in the update", "value": "not update compute",
+                    "why": "NeMo-RL zeroes their sample_mask, so they may still pass the training forward with no "
+                           "loss; the standard counts tokens no update used as rollout compute only"}]
     for f in DESCRIBED:
         a = {"field": f, "value": _described(cell, f), "why": DESCRIBED[f]}
         a.update({x: v for x, v in (cell.assumed or {}).get(f.split(".")[-1] if f.startswith("rollouts.") else f,

@@ -51,7 +51,7 @@ class Rule:
 
     @property
     def family(self) -> str:
-        """The ID prefix: INPUT, SCHEMA, ARITH, LEDGER, PROV, PHYS, CURVE, PLAUS."""
+        """The ID prefix: INPUT, SCHEMA, ARITH, LEDGER, PROV, PHYS, CURVE, ST, RO, PUB, PLAUS."""
         return self.id.split("-", 1)[0]
 
     @property
