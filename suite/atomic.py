@@ -20,10 +20,30 @@ os.umask(_UMASK)
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temp path beside `path` for writers that take a file name (matplotlib, parquet,
-    safetensors); moved over `path` when the block succeeds, removed when it fails."""
+    safetensors); moved over `path` when the block succeeds, removed when it fails.
+
+    Never clobbers a node that is not a regular file (suite.outputs): a character device or FIFO
+    at `path` (/dev/null, /dev/stdout, a pipe) gets the bytes written in place, a folder, block
+    device or socket is refused; a symbolic link is kept and its target replaced."""
+    from .outputs import in_place, output_file
+
     path = Path(path)
+    output_file(path, what="output")
+    if in_place(path):
+        tmp = tempfile.mkdtemp(prefix=".race-out.")
+        try:
+            yield Path(tmp) / path.name
+            with open(Path(tmp) / path.name, "rb") as src:
+                _write_in_place(path, src)
+        finally:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
@@ -34,6 +54,32 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _write_in_place(path: Path, src) -> None:
+    """Copy `src` into the device or FIFO at `path` without creating, truncating or replacing
+    it; a FIFO with no reader is refused at once instead of blocking."""
+    import fcntl
+    import stat
+
+    from .errors import RaceError
+
+    fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    try:
+        fd = os.open(path, os.O_WRONLY | (os.O_NONBLOCK if fifo else 0))
+    except OSError as e:
+        if fifo and e.errno == 6:       # ENXIO: nobody reads the FIFO
+            raise RaceError(f"output {path} is a FIFO with no reader", "start the reader first, or write to a file") from None
+        raise
+    try:
+        if fifo:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        while chunk := src.read(1 << 20):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:

@@ -60,6 +60,10 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no
                             parse_float=_finite_float)
 # For callers that check float finiteness themselves (ledger records): no per-float callback.
 _FAST_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+# For engine logs (verl's file logger, a Trainer's trainer_state.json), whose writers emit NaN for
+# a diverged metric: NaN/Infinity read as floats (the importer checks the fields it uses), but
+# duplicate keys, bad bytes, runaway numbers and depth are still refused.
+_LOG_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates)
 
 
 def depth(obj: Any) -> int:
@@ -79,11 +83,13 @@ def depth(obj: Any) -> int:
     return best
 
 
-def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool = True) -> Any:
+def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool = True,
+          allow_nan: bool = False) -> Any:
     """Parse one JSON document strictly: UTF-8, no NaN/Infinity, no duplicate keys, no
     trailing garbage, bounded nesting (max_depth None: only the parser's own recursion limit,
     for callers that check the shape themselves; finite False: a float literal that overflows
-    to infinity is let through, for callers that check finiteness themselves). Raises
+    to infinity is let through, for callers that check finiteness themselves; allow_nan True: NaN and
+    Infinity literals too, for engine logs). Raises
     JSONInputError with a stable `kind`."""
     if isinstance(data, bytes):
         try:
@@ -94,7 +100,7 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool 
     else:
         text = data
     try:
-        obj = (_DECODER if finite else _FAST_DECODER).decode(text)
+        obj = (_LOG_DECODER if allow_nan else _DECODER if finite else _FAST_DECODER).decode(text)
     except RecursionError:
         raise JSONInputError("depth", f"nesting deeper than the parser allows (limit {max_depth})",
                              "flatten the document") from None
@@ -116,19 +122,28 @@ def loads(data: bytes | str, *, max_depth: int | None = MAX_DEPTH, finite: bool 
 
 def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> bytes:
     """Read a whole file, refusing it by its size on disk before reading when over max_bytes."""
+    import stat
+
     p = Path(path)
-    size = p.stat().st_size
+    st = p.stat()
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        raise JSONInputError("type", "not a regular file (a device, socket or folder)", "pass a file")
+    size = st.st_size
     if size > max_bytes:
         raise JSONInputError("size", f"file is {size:,} bytes, over the {max_bytes:,}-byte limit for one document",
                              "reports are small; raise the limit with --max-bytes if this one is genuine")
-    with open(p, "rb") as f:
-        data = f.read(max_bytes + 1)  # the file may grow between stat and read
+    chunks, total = [], 0
+    with open(p, "rb") as f:      # in chunks: the file may grow between stat and read; no max_bytes buffer
+        while total <= max_bytes and (chunk := f.read(min(1 << 24, max_bytes + 1 - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise JSONInputError("size", f"file is over the {max_bytes:,}-byte limit for one document",
                              "raise the limit with --max-bytes if this one is genuine")
     return data
 
 
-def load(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+def load(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES, allow_nan: bool = False) -> Any:
     """read_bytes + loads."""
-    return loads(read_bytes(path, max_bytes=max_bytes))
+    return loads(read_bytes(path, max_bytes=max_bytes), allow_nan=allow_nan)

@@ -294,7 +294,7 @@ def test_rebuild_reuses_findings_only_for_unchanged_bytes(example, tmp_path):
     assert lb.build(subs, site)["listed"] == 1
     cache = json.loads((site / lb.CACHE_FILE).read_text())
     assert cache["fingerprint"] == lb.validator_fingerprint()
-    assert list(cache["findings"]) == [f"{lb.submission_id(stored(doc))}:{doc['ledger']['sha256']}"]
+    assert list(cache["findings"]) == [f"{lb.content_digest(stored(doc))}:{doc['ledger']['sha256']}"]
     # The ledger is swapped for other bytes: the cached verdict must not be reused.
     ledger = subs / lb.stored_ledger_name(doc)
     ledger.write_bytes(ledger.read_bytes() + b"\n")

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 from ..errors import RaceError
+from ..limits import check_config_count
 
 CATALOG_DIR = Path(__file__).with_name("catalog")
 
@@ -125,6 +125,33 @@ LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", 
                 "kv_b_proj", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
                 "out_proj", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "shared_expert_gate")
 """Leaf names of the nn.Linear modules of every supported decoder layer (the LoRA target names)."""
+
+ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
+    # transformers 5.24's `attribute_map` of each supported config class (alias -> attribute):
+    # save_pretrained writes the attribute's name, hub files often the alias; both are read.
+    # tests/test_families.py checks this table against the config classes.
+    "deepseek_v3": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+}
+"""Config keys transformers reads under two spellings, per model_type."""
+
+
+def _unalias(cfg: dict) -> dict:
+    """The config with every aliased key under both of its spellings (a value given under
+    either name is the attribute's value; the attribute's own name wins when both are set)."""
+    amap = ATTRIBUTE_MAP.get(cfg.get("model_type"), {})
+    if not amap:
+        return cfg
+    cfg = dict(cfg)
+    for alias, attr in amap.items():
+        if cfg.get(attr) is None and cfg.get(alias) is not None:
+            cfg[attr] = cfg[alias]
+        if cfg.get(attr) is not None:
+            cfg[alias] = cfg[attr]
+    return cfg
+
 
 _MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
              "moe_intermediate_size")
@@ -270,6 +297,9 @@ class ModelSpec:
     """Gated delta net: width of the depthwise causal convolution."""
 
     def __post_init__(self):
+        from ..limits import check_model_spec
+
+        check_model_spec(self.__dict__, self.name)      # bounded work: sizes within the schema's maxima
         # JSON gives lists; keep the dataclass hashable and comparable.
         object.__setattr__(self, "score_head", tuple(tuple(int(x) for x in s) for s in self.score_head))
         object.__setattr__(self, "layer_types", tuple(self.layer_types))
@@ -550,8 +580,8 @@ def _need(cfg: dict, key: str, where: str) -> int:
                         "a decoder-only Hugging Face config.json has it; add it or fix the file")
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise RaceError(f"{where}: field '{key}' must be a positive integer, got {v!r}")
-    return v
+        raise RaceError(f"{where}: field '{key}' must be a positive integer, got {_short(v)}")
+    return check_config_count(key, v, where)
 
 
 def _count(cfg: dict, key: str, where: str, default=MISSING, minimum: int = 1) -> int:
@@ -562,8 +592,13 @@ def _count(cfg: dict, key: str, where: str, default=MISSING, minimum: int = 1) -
             return _need(cfg, key, where)
         return default
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        raise RaceError(f"{where}: field '{key}' must be an integer >= {minimum}, got {v!r}")
-    return v
+        raise RaceError(f"{where}: field '{key}' must be an integer >= {minimum}, got {_short(v)}")
+    return check_config_count(key, v, where)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 _WINDOW_DEFAULT = {"mistral": 4096, "gemma2": 4096, "gemma3_text": 4096, "olmo3": 4096, "gpt_oss": 128}
@@ -681,6 +716,7 @@ def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpe
         raise RaceError(f"{where}: {kind}model_type '{model_type}' is not supported",
                         f"supported model types: {', '.join(SUPPORTED_TYPES)}")
     f = FAMILIES[model_type]
+    cfg = _unalias(cfg)
     if cfg.get("use_bidirectional_attention"):
         raise RaceError(f"{where}: use_bidirectional_attention makes a {model_type} an encoder, not a causal LM",
                         "the accounting covers causal decoders")
@@ -769,12 +805,14 @@ def in_catalog(name: str) -> bool:
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise RaceError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    from .. import jsonstrict
+
+    try:     # strict: no duplicate keys (readers disagree which wins), bounded size, depth and digits
+        return jsonstrict.load(path)
+    except jsonstrict.JSONInputError as e:
+        raise RaceError(f"{path}: not valid JSON ({e.message})", e.hint) from None
     except OSError as e:
-        raise RaceError(f"{path}: cannot read ({e.strerror})")
+        raise RaceError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def load_spec(name_or_path: str) -> ModelSpec:

@@ -61,7 +61,9 @@ def _entries() -> tuple[dict, ...]:
     from .. import paths
 
     try:
-        doc = yaml.safe_load(FACTS.read_text(encoding="utf-8"))
+        from ..yamlstrict import loads
+
+        doc = loads(FACTS.read_text(encoding="utf-8"), str(FACTS))
         schema = json.loads((paths.schemas() / SCHEMA).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise RaceError(f"cannot read the pretraining facts {FACTS.name}: {e}", "reinstall the suite") from None

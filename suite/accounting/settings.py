@@ -10,6 +10,10 @@ from ..errors import RaceError
 MAX_TOKENS = 10_000_000
 """Longest sequence accepted: anything longer is a unit mistake, not a context window."""
 
+MAX_COMPLETIONS = 1 << 20
+"""Most completions one generation batch may hold (K x B): 128x the largest published GRPO batch;
+the work of a step is built per completion, so this bounds what any declared setting can cost."""
+
 
 @dataclass(frozen=True)
 class GRPOSettings:
@@ -48,6 +52,10 @@ class GRPOSettings:
             raise RaceError(f"GRPO setting beta must be a finite number >= 0, got {self.beta!r}")
         if self.max_completion_tokens > MAX_TOKENS:
             raise RaceError(f"max_completion_tokens {self.max_completion_tokens} is absurd (> {MAX_TOKENS:,})")
+        if self.group_size * self.prompts_per_step > MAX_COMPLETIONS:
+            raise RaceError(f"group_size x prompts_per_step = {self.group_size:,} x {self.prompts_per_step:,} completions "
+                            f"per generation batch is over the {MAX_COMPLETIONS:,} any real run holds",
+                            "check K (group_size) and prompts_per_step")
 
     def to_report(self) -> dict:
         """The report's `grpo` section (required keys)."""

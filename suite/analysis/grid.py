@@ -251,6 +251,7 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
     import yaml
 
     from ..paths import shipped
+    from ..yamlstrict import load     # no anchors, aliases or duplicate keys
 
     p = shipped(path)           # tasks/grids/X.yaml also names the shipped grid outside a checkout
     if not p.is_file():
@@ -261,7 +262,7 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
         raise RaceError(f"{kind} file {path} does not exist",
                         (f"shipped {kind} files: " + ", ".join(shipped)) if shipped else None)
     try:
-        return p, yaml.safe_load(p.read_text(encoding="utf-8"))
+        return p, load(p, f"{kind} {p}")
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise RaceError(f"{kind} {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),

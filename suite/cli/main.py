@@ -48,12 +48,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+OUT_FOLDERS = frozenset({"curves", "diagnose", "eval", "findings", "frontier", "grid", "import", "quickstart", "run",
+                         "study"})
+"""Commands whose --out names a folder they write files into (leaderboard build, which replaces
+its --out whole, checks it more strictly itself; schema's --out is a file)."""
+
+
 def _dispatch(args) -> int:
     """Run the command, once the data folders are found (a broken install is one error here, not
     one per file later); an engine that is not installed names the extra that brings it."""
     from ..paths import check_data
 
     check_data()
+    out = getattr(args, "out", None)
+    if args.command in OUT_FOLDERS and out is not None:     # never into /, a system folder or home
+        from ..outputs import output_dir
+
+        output_dir(out, what="--out")
     try:
         return int(args._run(args) or 0)
     except ModuleNotFoundError as e:
@@ -76,13 +87,55 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except RaceError as e:
-        print(f"race {args.command}: error: {e.message}", file=sys.stderr)
-        if e.hint:
-            print(f"  hint: {e.hint}", file=sys.stderr)
-        return e.exit_code
+        return _report(args.command, e)
     except KeyboardInterrupt:
         print("race: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as e:          # no traceback, ever: one line naming the problem (RACE_DEBUG=1 re-raises)
+        import os
+
+        if os.environ.get("RACE_DEBUG"):
+            raise
+        return _report(args.command, as_race_error(e))
+
+
+def as_race_error(e: BaseException) -> RaceError:
+    """What the CLI prints for an exception that is not a RaceError: an OSError names its path
+    and the fix (read-only, full disk, name too long), MemoryError and RecursionError say the
+    input is too large or too deep, anything else is an internal error to report."""
+    from ..outputs import os_error
+
+    if isinstance(e, OSError):
+        return os_error(e)
+    if isinstance(e, MemoryError):
+        return RaceError("out of memory: an input declares sizes far beyond any real run",
+                         "check the counts in the input (layers, widths, K, prompts per step, steps)")
+    if isinstance(e, RecursionError):
+        return RaceError("an input is nested too deeply to read", "real inputs nest a few levels: flatten it")
+    if isinstance(e, UnicodeDecodeError):
+        return RaceError(f"an input is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})",
+                         "save the file as UTF-8")
+    if isinstance(e, (OverflowError, ValueError)) and ("int" in str(e) or "digits" in str(e) or "range" in str(e)):
+        return RaceError(f"a number in the input is out of range ({_clip(str(e).split(';')[0])})",
+                         "counts and FLOPs of real runs are far below 10^30")
+    return RaceError(f"internal error: {type(e).__name__}: {_clip(str(e))}",
+                     "please report it with the command line; RACE_DEBUG=1 shows the traceback")
+
+
+def _clip(text: str, n: int = 200) -> str:
+    from ..textsafe import clean
+
+    text = clean(text)
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _report(command: str, e: RaceError) -> int:
+    from ..textsafe import clean
+
+    print(f"race {command}: error: {clean(e.message)}", file=sys.stderr)
+    if e.hint:
+        print(f"  hint: {clean(e.hint)}", file=sys.stderr)
+    return e.exit_code
 

@@ -17,12 +17,12 @@ logged perf/mfu/actor implies (mfu x device peak x GPUs x update seconds).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from .. import jsonstrict
 from ..errors import RaceError
 
 if TYPE_CHECKING:
@@ -107,12 +107,12 @@ def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
         for n, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
-            try:
-                yield n, json.loads(raw)
-            except json.JSONDecodeError as e:
-                if not raw.endswith(b"\n"):  # torn last line of a killed run: stop there
+            try:    # strict: a duplicate key, NaN, a 5,000-digit number or deep nesting is refused, not guessed
+                yield n, jsonstrict.loads(raw, allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not raw.endswith(b"\n"):  # torn last line of a killed run: stop there
                     return
-                raise RaceError(f"{path}:{n}: not JSON ({e.msg})", "verl's file logger writes one JSON object a line")
+                raise RaceError(f"{path}:{n}: not JSON ({e.message})", "verl's file logger writes one JSON object a line")
 
 
 def read_verl_log(path: str | Path) -> list[Step]:
@@ -165,10 +165,10 @@ def read_trl_state(path: str | Path, cell: "CellSpec") -> list[Step]:
         path = path / "trainer_state.json"
     if not path.is_file():
         raise RaceError(f"TRL state {path} not found", "TRL writes trainer_state.json into each checkpoint-N folder")
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise RaceError(f"{path}: not JSON ({e.msg} at line {e.lineno})")
+    try:    # strict: duplicate keys, NaN, huge numbers, deep nesting and non-UTF-8 bytes refused
+        state = jsonstrict.load(path, allow_nan=True)
+    except jsonstrict.JSONInputError as e:
+        raise RaceError(f"{path}: not JSON ({e.message})", e.hint) from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
         raise RaceError(f"{path}: no log_history list", "pass the trainer_state.json of a TRL Trainer run")
@@ -327,7 +327,7 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                 # None: verl has no formula for this model type (it logs MFU 0)
                 verl_est = None if est is None or verl_est is None else verl_est + settings.num_iterations * round(est)
                 mfu = s.metrics.get("perf/mfu/actor")
-                if mfu is not None and s.update_seconds and s.gpus and mfu_flops is not None:
+                if isinstance(mfu, (int, float)) and 0 <= mfu <= 1 and s.update_seconds and s.gpus and mfu_flops is not None:
                     mfu_flops += mfu * peak_tflops * 1e12 * round(s.gpus) * s.update_seconds
                 else:
                     mfu_flops = None

@@ -196,13 +196,17 @@ def read_yaml(path: str | os.PathLike, what: str = "run spec") -> Any:
 
     p = Path(path)
     try:
+        if p.is_file() and p.stat().st_size > 4 * 1024 * 1024:
+            raise RaceError(f"{what} {p} is over the 4 MiB a YAML file may be", "cells and specs are a few kilobytes")
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise RaceError(f"cannot read {what} {p}: {e.strerror or e}", "check the path") from None
     except UnicodeDecodeError:
         raise RaceError(f"{what} {p} is not UTF-8 text") from None
+    from ..yamlstrict import loads
+
     try:
-        return yaml.safe_load(text)
+        return loads(text, f"{what} {p}")      # no anchors, aliases or duplicate keys
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -240,7 +240,31 @@ def _explain(err) -> tuple[str, str | None]:
             "minItems": "{field} must not be empty", "minProperties": "{field} must not be empty",
             "uniqueItems": "{field} must not repeat a value, got {value!r}",
         }.get(err.validator, "{field}: " + err.message.replace("{", "{{").replace("}", "}}"))
-    return template.format(field=field, value=err.instance, key=path[-1] if path else ""), node.get("x-hint")
+    return _fill(template, field=field, value=err.instance, key=path[-1] if path else ""), node.get("x-hint")
+
+
+def _short(value, n: int = 80) -> str:
+    """A value as a message shows it: its repr, cut at `n` characters (never a whole instance:
+    a billion-laughs document would be gigabytes)."""
+    if isinstance(value, (dict, list)):
+        kind = "object" if isinstance(value, dict) else "list"
+        return f"{kind} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** 30 else f"{value:.3e}"
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _fill(template: str, **values) -> str:
+    """`template` with {field}, {key}, {value} and {value!r} filled (values cut short); any other
+    brace is text, so a schema's worded message may show a literal {a, b} without breaking."""
+    import re
+
+    def sub(m):
+        name = m.group(1)
+        v = values[name]
+        return _short(v) if name == "value" else str(v)
+
+    text = re.sub(r"(?<!\{)\{(field|value|key)(![rs])?\}(?!\})", sub, template)
+    return text.replace("{{", "{").replace("}}", "}")
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,11 @@ def canonical_bytes(doc: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
+def content_digest(doc: Any) -> str:
+    """Full sha256 (hex) of a report's canonical JSON: what the validation cache is keyed by."""
+    return hashlib.sha256(canonical_bytes(doc)).hexdigest()
+
+
 def submission_id(doc: Any) -> str:
     """Content-hash id of a report: the first 16 hex digits of sha256 of its canonical JSON."""
     return hashlib.sha256(canonical_bytes(doc)).hexdigest()[:ID_HEX]
@@ -280,7 +285,7 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
         raise RaceError(f"submissions folder {folder} does not exist",
                         "pass --submissions DIR (default leaderboard/submissions)")
     out, seen = Folder(), {}
-    cached = {k.split(":", 1)[0] for k in cache} if cache else set()
+    cached = {k.split(":", 1)[0] for k in cache} if cache else set()     # full sha256 of each cached report
     hashes: dict[str, str] = {}       # ledger path -> key part, for ledgers shared by reports
     for p in sorted(folder.iterdir()):
         if p.name.startswith(".") or p.suffix != ".json" or not p.is_file():
@@ -295,10 +300,11 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
             continue
         findings: list = []
         sid = submission_id(doc)
+        digest = content_digest(doc)      # the cache is keyed by the full digest, never the 64-bit id
         if check:
             # Only a submission seen by an earlier build can have cached findings: hash its
             # ledger for the key first; a new one is validated, and its key taken after.
-            key = f"{sid}:{_ledger_key(folder, doc, hashes)}" if sid in cached else None
+            key = f"{digest}:{_ledger_key(folder, doc, hashes)}" if digest in cached else None
             if key is not None and key in cache:
                 findings = [Finding(**{**f, "file": p.name}) for f in cache[key]]
             else:
@@ -308,7 +314,7 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
                     out.skipped.append(Skip(p.name, e.message))
                     continue
                 if cache is not None:
-                    key = key or f"{sid}:{_ledger_key(folder, doc, hashes)}"
+                    key = key or f"{digest}:{_ledger_key(folder, doc, hashes)}"
                     cache[key] = [f.to_dict() for f in findings]
             errors = errors_of(findings)
             if errors:
@@ -368,15 +374,64 @@ def ledger_steps(folder: Path, doc: dict, cache: dict | None = None, scans: dict
 
 
 CACHE_FILE = ".race-validation-cache.json"   # inside the built site; findings keyed by content
+CACHE_KEY_ENV = "RACE_CACHE_KEY_FILE"
 
 
-def _read_cache(path: Path, fingerprint: str) -> dict:
-    """Findings of an earlier build, when it ran the same validator; else an empty cache."""
+def _cache_key() -> bytes | None:
+    """The builder's secret for the validation cache's MACs: a random key kept outside every site
+    ($RACE_CACHE_KEY_FILE, else $XDG_CACHE_HOME/race/validation-cache.key, else ~/.cache/...),
+    created 0600 on first use. None (no cache: every submission validated) when it cannot be kept."""
+    env = os.environ.get(CACHE_KEY_ENV)
+    if env:
+        path = Path(env)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = Path(base) / "race" / "validation-cache.key"
+    try:
+        data = path.read_bytes()
+        if len(data) >= 32:
+            return data
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+        return path.read_bytes()
+    except FileExistsError:             # another build created it meanwhile
+        try:
+            data = path.read_bytes()
+            return data if len(data) >= 32 else None
+        except OSError:
+            return None
+    except OSError:
+        return None
+
+
+def _mac(key: bytes, fingerprint: str, entry: str, findings: Any) -> str:
+    import hmac
+
+    msg = "\0".join((fingerprint, entry, json.dumps(findings, sort_keys=True, separators=(",", ":")))).encode()
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+def _read_cache(path: Path, fingerprint: str, key: bytes | None = None) -> dict:
+    """Findings of an earlier build, when it ran the same validator and each entry carries the MAC
+    this builder's key gives it (an entry added or edited by hand is dropped: its report is
+    validated again); else an empty cache."""
+    import hmac
+
+    if key is None:
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("fingerprint") == fingerprint and isinstance(data.get("findings"), dict):
-            return data["findings"]
-    except (OSError, ValueError, AttributeError):
+        if data.get("fingerprint") != fingerprint or not isinstance(data.get("findings"), dict):
+            return {}
+        macs = data.get("macs") if isinstance(data.get("macs"), dict) else {}
+        return {k: v for k, v in data["findings"].items()
+                if isinstance(macs.get(k), str) and hmac.compare_digest(macs[k], _mac(key, fingerprint, k, v))}
+    except (OSError, ValueError, AttributeError, TypeError):
         pass
     return {}
 
@@ -398,7 +453,8 @@ def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None 
 
         study, figure = for_site(findings)
     fingerprint = validator_fingerprint() if check else ""
-    cache = _read_cache(out / CACHE_FILE, fingerprint) if check else None
+    secret = _cache_key() if check else None
+    cache = _read_cache(out / CACHE_FILE, fingerprint, secret) if check else None
     with shared_ledgers() as scans:     # each ledger read once: validated, then charted
         loaded = load_submissions(folder, check=check, cache=cache)
         entries, skipped = [], list(loaded.skipped)
@@ -412,10 +468,12 @@ def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None 
             entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
                                             ledger=ledger, ledger_note=note))
     extra = {}
-    if cache is not None:       # only what this build saw: removed submissions drop out
-        seen = {f"{s.id}:" for s in loaded.submissions}
-        kept = {k: v for k, v in cache.items() if k[:ID_HEX + 1] in seen}
-        extra[CACHE_FILE] = json.dumps({"fingerprint": fingerprint, "findings": kept}, separators=(",", ":"))
+    if cache is not None and secret is not None:    # only what this build saw: removed submissions drop out
+        seen = {content_digest(s.doc) for s in loaded.submissions}
+        kept = {k: v for k, v in cache.items() if k.split(":", 1)[0] in seen}
+        extra[CACHE_FILE] = json.dumps({"fingerprint": fingerprint, "findings": kept,
+                                        "macs": {k: _mac(secret, fingerprint, k, v) for k, v in kept.items()}},
+                                       separators=(",", ":"))
     summary = render.build_site(entries, out, skipped, extra_files=extra, findings=study, figure=figure)
     summary["skipped_files"] = [(s.name, s.reason) for s in skipped]
     return summary

@@ -13,6 +13,7 @@ URLs, and each page's Content-Security-Policy admits only its own inline style a
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
 import math
@@ -248,30 +249,116 @@ def _write(path: Path, text: str) -> None:
         f.write(text)
 
 
+def _staging_prefix(out: Path) -> str:
+    """Hidden siblings of `out` a build works in: `.<name>.building-<pid>-<hex>` (the new site,
+    then the old one after the swap) and `.<name>.old-<pid>-<hex>` (where no atomic exchange)."""
+    return f".{out.name[:120]}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def remove_leftovers(out: Path) -> list[Path]:
+    """Remove what killed builds of `out` left beside it (their staging and old-site folders, named
+    with the builder's pid; a live builder's are kept). When `out` itself is gone (a build killed
+    between the two renames where no atomic exchange exists), the old site is put back first.
+    Returns the folders removed."""
+    import re
+    import shutil
+
+    prefix, removed = _staging_prefix(out), []
+    pattern = re.compile(re.escape(prefix) + r"(building|old)-(\d+)-[0-9a-f]+$")
+    try:
+        siblings = sorted(out.parent.iterdir())
+    except OSError:
+        return removed
+    for p in siblings:
+        m = pattern.match(p.name)
+        if not m or not p.is_dir() or p.is_symlink() or _alive(int(m.group(2))):
+            continue
+        if m.group(1) == "old" and not os.path.lexists(out) and (p / SITE_MARKER).is_file():
+            try:
+                os.rename(p, out)       # the old site back where a killed fallback swap left none
+                continue
+            except OSError:
+                pass
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed
+
+
+_RENAME_EXCHANGE = 2
+_RACED = (errno.EEXIST, errno.ENOTEMPTY, errno.ENOENT)      # what a concurrent build's rename causes
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap the two folders `a` and `b` (Linux renameat2 RENAME_EXCHANGE): at every
+    instant `b` is either the old folder or the new one. False where the call does not exist or
+    the file system does not support it (the caller falls back to two renames)."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd = -100
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 def _swap_in(staging: Path, out: Path) -> None:
-    """Replace `out` with the finished `staging` folder: readers see the old site or the new one,
-    never a half-built one. Refuses to replace a folder that is not a built site."""
+    """Replace `out` with the finished `staging` folder: readers (and a kill -9 at any point) see
+    the old site or the new one, never none and never a half-built one. On Linux one atomic
+    exchange of the two folders; elsewhere two renames, and a build killed between them has its
+    old site put back by the next build (remove_leftovers). Refuses to replace a folder that is
+    not a built site."""
     import shutil
 
     if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / SITE_MARKER).is_file()):
+        if not out.is_dir() or out.is_symlink() or (any(out.iterdir()) and not (out / SITE_MARKER).is_file()):
             shutil.rmtree(staging, ignore_errors=True)
             raise RaceError(f"{out} exists and is not a site built by race",
                             "choose an empty or new folder for --out")
-        old = out.with_name(f".{out.name}.old-{os.getpid()}-{secrets.token_hex(3)}")
+        try:
+            swapped = _exchange(staging, out)
+        except OSError as e:
+            shutil.rmtree(staging, ignore_errors=True)
+            if e.errno not in _RACED:
+                raise
+            raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
+        if swapped:
+            shutil.rmtree(staging, ignore_errors=True)      # staging now holds the old site
+            return
+        old = out.with_name(f"{_staging_prefix(out)}old-{os.getpid()}-{secrets.token_hex(3)}")
         try:
             os.rename(out, old)
             os.rename(staging, out)
         except OSError:             # a concurrent build moved or recreated `out` meanwhile
             shutil.rmtree(staging, ignore_errors=True)
+            if not os.path.lexists(out) and old.is_dir():
+                os.rename(old, out)
             shutil.rmtree(old, ignore_errors=True)
             raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
         shutil.rmtree(old, ignore_errors=True)
     else:
         try:
             os.rename(staging, out)
-        except OSError:
+        except OSError as e:
             shutil.rmtree(staging, ignore_errors=True)
+            if e.errno not in _RACED:
+                raise           # read-only, full, name too long: the CLI names it
             raise RaceError(f"another build created {out} at the same time", "run the build again") from None
 
 
@@ -311,74 +398,81 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     css, js = _static(template_dir)
     final = Path(out)
     final.parent.mkdir(parents=True, exist_ok=True)
-    out = final.with_name(f".{final.name}.building-{os.getpid()}-{secrets.token_hex(3)}")
-    (out / "s").mkdir(parents=True)
-    (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
-    for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
-        _write(out / name, text)
-    rows = [e.row for e in entries]
-    cols = columns(all_score_keys(rows))
-    col_index = {c.key: i for i, c in enumerate(cols)}
-    nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
-    common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
-              "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
-    size_order = sorted({(r.params, r.size_label) for r in rows})
-    filters = [
-        {"name": "origin", "label": "runs", "options": sorted({r.origin for r in rows}, reverse=True)},
-        {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
-        {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
-        {"name": "band", "label": "budget band",
-         "options": sorted({r.budget_band for r in rows}, key=_band_order)},
-        {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
-    ]
-    views = {
-        "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
-                       sorted(rows, key=lambda r: (-r.total_flops, r.run_name))),
-        "allocation.html": ("by allocation", "Sorted by allocation: update share p, largest first; "
-                            "ties by total FLOPs.", "p",
-                            sorted(rows, key=lambda r: (-r.update_share, -r.total_flops, r.run_name))),
-    }
-    sizes = {}
-    for name, (label, note, sort_key, ordered) in views.items():
-        html = env.get_template("index.html.j2").render(
-            **common, js=js, root="", current=name, view_label=label, view_note=note,
-            rows=[r for r in ordered if r.origin != "reference cell"],
-            reference_rows=[r for r in ordered if r.origin == "reference cell"],
-            columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
-            skipped=list(skipped))
-        _write(out / name, html)
-        sizes[name] = len(html.encode("utf-8"))
-    _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
-        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
-    if findings is not None:
-        figure_name = ""
-        if figure is not None:
-            from .findings import FIGURE
+    remove_leftovers(final)         # what killed builds left: their staging folders, or the old site
+    out = final.with_name(f"{_staging_prefix(final)}building-{os.getpid()}-{secrets.token_hex(3)}")
+    try:
+        (out / "s").mkdir(parents=True)
+        (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
+        for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
+            _write(out / name, text)
+        rows = [e.row for e in entries]
+        cols = columns(all_score_keys(rows))
+        col_index = {c.key: i for i, c in enumerate(cols)}
+        nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
+        common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
+                  "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
+        size_order = sorted({(r.params, r.size_label) for r in rows})
+        filters = [
+            {"name": "origin", "label": "runs", "options": sorted({r.origin for r in rows}, reverse=True)},
+            {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
+            {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
+            {"name": "band", "label": "budget band",
+             "options": sorted({r.budget_band for r in rows}, key=_band_order)},
+            {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
+        ]
+        views = {
+            "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
+                           sorted(rows, key=lambda r: (-r.total_flops, r.run_name))),
+            "allocation.html": ("by allocation", "Sorted by allocation: update share p, largest first; "
+                                "ties by total FLOPs.", "p",
+                                sorted(rows, key=lambda r: (-r.update_share, -r.total_flops, r.run_name))),
+        }
+        sizes = {}
+        for name, (label, note, sort_key, ordered) in views.items():
+            html = env.get_template("index.html.j2").render(
+                **common, js=js, root="", current=name, view_label=label, view_note=note,
+                rows=[r for r in ordered if r.origin != "reference cell"],
+                reference_rows=[r for r in ordered if r.origin == "reference cell"],
+                columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
+                skipped=list(skipped))
+            _write(out / name, html)
+            sizes[name] = len(html.encode("utf-8"))
+        _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
+            **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+        if findings is not None:
+            figure_name = ""
+            if figure is not None:
+                from .findings import FIGURE
 
-            figure_name = f"{FIGURE}.png"
-            (out / figure_name).write_bytes(figure)
-        _write(out / FINDINGS_NAV[0], env.get_template("findings.html.j2").render(
-            **common, js="", root="", current=FINDINGS_NAV[0], doc=findings, figure=figure_name))
-    page = env.get_template("submission.html.j2")
-    for e in entries:
-        chart = phase_chart(*e.ledger) if e.ledger else None
-        row = e.row
-        rates = row.flops_per_second
-        peak = row.hardware.peak_flops * row.hardware.count if row.hardware else None
-        phases = [{"name": ph, "flops": row.flops[ph], "share": row.shares[ph],
-                   "tokens": (row.tokens["rollout_prompt"] + row.tokens["rollout_completion"])
-                   if ph == "rollout" else row.tokens[ph], "rate": rates[ph],
-                   "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
-        sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
-                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
-                              "provenance", "hardware", "rollouts", "stages", "pretraining", "sources")
-                    if k in e.doc]
-        _write(out / e.row.page, page.render(
-            **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
-            findings=list(e.findings), chart=chart, ledger_name=Report(e.doc, e.filename).ledger_path or "",
-            ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
-            provenance=e.doc.get("provenance") or {}, rate=rates["total"],
-            utilization=rates["total"] / peak if rates["total"] and peak else None))
+                figure_name = f"{FIGURE}.png"
+                (out / figure_name).write_bytes(figure)
+            _write(out / FINDINGS_NAV[0], env.get_template("findings.html.j2").render(
+                **common, js="", root="", current=FINDINGS_NAV[0], doc=findings, figure=figure_name))
+        page = env.get_template("submission.html.j2")
+        for e in entries:
+            chart = phase_chart(*e.ledger) if e.ledger else None
+            row = e.row
+            rates = row.flops_per_second
+            peak = row.hardware.peak_flops * row.hardware.count if row.hardware else None
+            phases = [{"name": ph, "flops": row.flops[ph], "share": row.shares[ph],
+                       "tokens": (row.tokens["rollout_prompt"] + row.tokens["rollout_completion"])
+                       if ph == "rollout" else row.tokens[ph], "rate": rates[ph],
+                       "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
+            sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
+                        for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
+                                  "provenance", "hardware", "rollouts", "stages", "pretraining", "sources")
+                        if k in e.doc]
+            _write(out / e.row.page, page.render(
+                **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
+                findings=list(e.findings), chart=chart, ledger_name=Report(e.doc, e.filename).ledger_path or "",
+                ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
+                provenance=e.doc.get("provenance") or {}, rate=rates["total"],
+                utilization=rates["total"] / peak if rates["total"] and peak else None))
+    except BaseException:           # a failed build leaves no staging folder behind
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+        raise
     _swap_in(out, final)
     return {"pages": 3 + (findings is not None) + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}

@@ -49,7 +49,9 @@ def to_text(findings: Iterable[Finding], *, files: int = 1) -> str:
                 if f.hint:
                     lines.append(f"      hint: {f.hint}")
     lines.append(summary_line(fs, files))
-    return "\n".join(lines) + "\n"
+    from ..textsafe import clean
+
+    return clean("\n".join(lines)) + "\n"     # no escape sequence of an input reaches the terminal
 
 
 def to_json(findings: Iterable[Finding], *, files: int = 1) -> str:

@@ -128,8 +128,8 @@ def iter_folder(folder: Path) -> list[Path]:
         for f in sorted(files):
             if f.startswith(".") or f.endswith(".schema.json"):
                 continue
-            if f.endswith(REPORT_SUFFIXES + LEDGER_SUFFIXES):
-                out.append(Path(root) / f)
+            if f.endswith(REPORT_SUFFIXES + LEDGER_SUFFIXES) and (Path(root) / f).is_file():
+                out.append(Path(root) / f)      # a FIFO or device named x.json would block or never end
     return out
 
 
@@ -142,7 +142,11 @@ def validate_path(path, *, max_bytes: int = jsonstrict.MAX_DOCUMENT_BYTES, stdin
     home()
     if str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        data = stream.read(max_bytes + 1)
+        chunks, total = [], 0       # in chunks: a read of max_bytes + 1 would allocate that much at once
+        while total <= max_bytes and (chunk := stream.read(min(1 << 24, max_bytes + 1 - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
         if len(data) > max_bytes:
             return [Finding("INPUT-002", "error", "-", "$", f"standard input is over the {max_bytes:,}-byte limit",
                             "raise the limit with --max-bytes if this report is genuine")]

@@ -211,6 +211,14 @@ def schema_errors(ctx) -> Iterable[Issue]:
     Rules that read a section with a schema error are skipped for that section."""
     if "$" in ctx.schema_bad:  # not an object, or another schema version
         return
+    from ..limits import oversized
+
+    big = oversized(ctx.doc, report_validator().schema)
+    if big:     # bounded work: refused before the full check walks every item of an oversized list
+        ctx.schema_bad.add("$")
+        for where, message in big:
+            yield Issue(json_path(where), message, "real reports are far smaller; split or trim the document")
+        return
     if report_is_valid(ctx.doc):   # the common case, answered from memoized sections
         return
     v = report_validator()

@@ -37,13 +37,19 @@ def configure(p):
 def run(args) -> int:
     if args.action != "build":
         raise RaceError("missing action", "use `race leaderboard build --out SITE`")
+    from ...outputs import output_dir
     from ...site.leaderboard import build
+    from ...site.render import SITE_MARKER
+
+    output_dir(args.out, what="--out", marker=SITE_MARKER, owner="site built by race", replaces=True, inputs=[args.submissions, args.findings])
 
     summary = build(args.submissions, args.out, check=not args.no_validate, findings=args.findings)
     print(f"built {args.out}/index.html: {summary['listed']} submission(s) listed, "
           f"{summary['skipped']} skipped, {summary['pages']} pages, main page {summary['index_bytes']:,} bytes")
     if args.findings:
         print(f"findings of {args.findings} on {args.out}/findings.html")
-    for name, reason in summary["skipped_files"]:
-        print(f"  skipped {name}: {reason}", file=sys.stderr)
+    from ...textsafe import clean
+
+    for name, reason in summary["skipped_files"]:     # a submission's text: no escape sequence reaches the terminal
+        print(clean(f"  skipped {name}: {reason}", newlines=False), file=sys.stderr)
     return 0

@@ -108,8 +108,10 @@ def _validated(report: dict, base_dir, name: str) -> None:
     from ...validate import validate_report
 
     findings = validate_report(report, base_dir=base_dir, file=name)
+    from ...textsafe import clean
+
     for f in findings:
-        print(f"race report: {f.severity}: {f.rule_id} at {f.path}: {f.message}\n  hint: {f.hint}", file=sys.stderr)
+        print(clean(f"race report: {f.severity}: {f.rule_id} at {f.path}: {f.message}\n  hint: {f.hint}"), file=sys.stderr)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         raise ReportRefused(f"the report has {len(errors)} error finding(s) ({', '.join(f.rule_id for f in errors)}); "
@@ -135,6 +137,10 @@ def run(args) -> int:
     from ...train.cell import load_cell, load_run_description
 
     out = Path(args.output) if args.output else None
+    if out is not None:
+        from ...outputs import output_file
+
+        output_file(out, inputs=[*args.ledger, args.spec, args.estimate, args.evaluations], what="--output")
     if args.spec and args.estimate:
         raise RaceError("--spec and --estimate build a report two different ways",
                         "give --spec SPEC with the run's ledger, or --estimate SPEC alone")

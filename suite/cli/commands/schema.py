@@ -32,6 +32,9 @@ def run(args) -> int:
         return 0
     text = published.schema_text(args.name)
     if args.out:
+        from suite.outputs import output_file
+
+        output_file(args.out, what="--out")
         from suite.atomic import write_text_atomic
 
         write_text_atomic(args.out, text)

@@ -28,6 +28,8 @@ def run(args) -> int:
     print(f"submitted {args.report.name} as {done.id} -> {done.path.name}")
     if done.ledger:
         print(f"  ledger stored as {done.ledger.name}")
+    from ...textsafe import clean
+
     for f in done.findings:
-        print(f"  {describe(f)}")
+        print(clean(f"  {describe(f)}", newlines=False))
     return 0

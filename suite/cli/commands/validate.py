@@ -15,8 +15,12 @@ def _positive_int(s: str) -> int:
         v = int(float(s))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"not a finite number: {s!r}") from None
     if v <= 0:
         raise argparse.ArgumentTypeError("must be positive")
+    if v > 1 << 40:
+        raise argparse.ArgumentTypeError(f"{s} is over the 1 TiB most a report can be")
     return v
 
 
@@ -60,6 +64,10 @@ def run(args) -> int:
         raise RaceError("no PATH to validate", "give a report, a ledger, a folder or - (race validate --help)")
     if args.paths.count("-") > 1:
         raise RaceError("standard input (-) can be given once")
+    if args.output:
+        from ...outputs import output_file
+
+        output_file(args.output, inputs=args.paths, what="--output")
     max_bytes = args.max_bytes or jsonstrict.MAX_DOCUMENT_BYTES
     findings, files = [], 0
     from pathlib import Path
