@@ -65,17 +65,18 @@ class KeyMap:
 
 def load_key_map(path: str | Path) -> KeyMap:
     """A key map YAML file, checked against its schema; RaceError naming the file and field."""
-    import yaml
-
+    from .. import yamlstrict
     from ..record import schemas
 
     path = Path(path)
     if not path.is_file():
         raise RaceError(f"key map {path} not found", "pass a key map YAML (tasks/engines/*.yaml shows the shape)")
+    import yaml
+
     try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        d = yamlstrict.load(path)   # strict: no anchors, no duplicate keys
     except yaml.YAMLError as e:
-        raise RaceError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+        raise RaceError(f"{path}: not YAML ({str(e).splitlines()[0]})", "see tasks/engines/*.yaml") from None
     schemas.check_spec(d, schemas.KEYMAP, str(path))
     d = dict(d)
     d["metrics"] = tuple(d.get("metrics") or ())
