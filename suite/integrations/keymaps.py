@@ -13,12 +13,12 @@ A key the map names that the log does not have is one line naming the key and th
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import jsonstrict
 from ..errors import RaceError
 from ..registry import Registry
 
@@ -140,11 +140,12 @@ def _rows(path: Path, km: KeyMap):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                if not line.endswith("\n"):
+                rec = jsonstrict.loads(line.encode("utf-8"), allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not line.endswith("\n"):
                     return  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: not JSON ({e.msg})", f"{km.where} reads one JSON object a line") from None
+                raise RaceError(f"{path}:{n}: not JSON ({e.message})", f"{km.where} reads one JSON object a line") \
+                    from None
             if not isinstance(rec, dict):
                 continue
             if km.nest and isinstance(rec.get(km.nest), dict):

@@ -22,11 +22,11 @@ of the discarded sequences (assumed as long as the kept ones: the log counts onl
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from .. import jsonstrict
 from ..errors import RaceError
 from .importers import ImportResult, Step, import_steps
 
@@ -68,11 +68,12 @@ def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, fl
             if i < 0:
                 continue
             try:
-                ev = json.loads(line[i + len(PREFIX):])
-            except json.JSONDecodeError as e:
-                if not line.endswith("\n"):
+                ev = jsonstrict.loads(line[i + len(PREFIX):].encode("utf-8"), allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not line.endswith("\n"):
                     break  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: MLLOG line is not JSON ({e.msg})") from None
+                raise RaceError(f"{path}:{n}: MLLOG line is not JSON ({e.message})",
+                                "the MLPerf logger writes ':::MLLOG ' and one JSON object a line") from None
             if not isinstance(ev, dict) or "key" not in ev:
                 raise RaceError(f"{path}:{n}: MLLOG event without a key", 'expected {"key": ..., "value": ...}')
             events.append(ev)
