@@ -13,12 +13,12 @@ A key the map names that the log does not have is one line naming the key and th
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import jsonstrict
 from ..errors import RaceError
 from ..registry import Registry
 
@@ -65,17 +65,18 @@ class KeyMap:
 
 def load_key_map(path: str | Path) -> KeyMap:
     """A key map YAML file, checked against its schema; RaceError naming the file and field."""
-    import yaml
-
+    from .. import yamlstrict
     from ..record import schemas
 
     path = Path(path)
     if not path.is_file():
         raise RaceError(f"key map {path} not found", "pass a key map YAML (tasks/engines/*.yaml shows the shape)")
+    import yaml
+
     try:
-        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        d = yamlstrict.load(path)   # strict: no anchors, no duplicate keys
     except yaml.YAMLError as e:
-        raise RaceError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+        raise RaceError(f"{path}: not YAML ({str(e).splitlines()[0]})", "see tasks/engines/*.yaml") from None
     schemas.check_spec(d, schemas.KEYMAP, str(path))
     d = dict(d)
     d["metrics"] = tuple(d.get("metrics") or ())
@@ -139,11 +140,12 @@ def _rows(path: Path, km: KeyMap):
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                if not line.endswith("\n"):
+                rec = jsonstrict.loads(line.encode("utf-8"), allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not line.endswith("\n"):
                     return  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: not JSON ({e.msg})", f"{km.where} reads one JSON object a line") from None
+                raise RaceError(f"{path}:{n}: not JSON ({e.message})", f"{km.where} reads one JSON object a line") \
+                    from None
             if not isinstance(rec, dict):
                 continue
             if km.nest and isinstance(rec.get(km.nest), dict):

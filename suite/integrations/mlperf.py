@@ -22,11 +22,11 @@ of the discarded sequences (assumed as long as the kept ones: the log counts onl
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from .. import jsonstrict
 from ..errors import RaceError
 from .importers import ImportResult, Step, import_steps
 
@@ -68,11 +68,12 @@ def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, fl
             if i < 0:
                 continue
             try:
-                ev = json.loads(line[i + len(PREFIX):])
-            except json.JSONDecodeError as e:
-                if not line.endswith("\n"):
+                ev = jsonstrict.loads(line[i + len(PREFIX):].encode("utf-8"), allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not line.endswith("\n"):
                     break  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: MLLOG line is not JSON ({e.msg})") from None
+                raise RaceError(f"{path}:{n}: MLLOG line is not JSON ({e.message})",
+                                "the MLPerf logger writes ':::MLLOG ' and one JSON object a line") from None
             if not isinstance(ev, dict) or "key" not in ev:
                 raise RaceError(f"{path}:{n}: MLLOG event without a key", 'expected {"key": ..., "value": ...}')
             events.append(ev)
@@ -168,7 +169,10 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
         hw = Hardware.from_dict(h, f"{cell.name}: hardware")
     assumptions = [{"field": "discarded sequence length", "value": "as the kept ones",
                     "why": "the log counts the tokens of the sequences trained on only (global_valid_toks); the "
-                           f"{n} - global_valid_seqs discarded ones are priced at the step's mean"}]
+                           f"{n} - global_valid_seqs discarded ones are priced at the step's mean"},
+                   {"field": "discarded sequences in the update", "value": "not update compute",
+                    "why": "NeMo-RL zeroes their sample_mask, so they may still pass the training forward with no "
+                           "loss; the standard counts tokens no update used as rollout compute only"}]
     for f in DESCRIBED:
         a = {"field": f, "value": _described(cell, f), "why": DESCRIBED[f]}
         a.update({x: v for x, v in (cell.assumed or {}).get(f.split(".")[-1] if f.startswith("rollouts.") else f,

@@ -51,7 +51,7 @@ class Rule:
 
     @property
     def family(self) -> str:
-        """The ID prefix: INPUT, SCHEMA, ARITH, LEDGER, WORK, PROV, PHYS, CURVE, PLAUS."""
+        """The ID prefix: one of FAMILY_ORDER (INPUT, SCHEMA, ... PLAUS, INTERNAL)."""
         return self.id.split("-", 1)[0]
 
     @property
