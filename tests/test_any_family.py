@@ -65,7 +65,8 @@ TINY = dict(hidden_size=32, intermediate_size=48, num_attention_heads=2, num_key
 NO_RECIPE = {  # issue 28's list (tiny random configs); olmoe stands for a type no one wrote code for
     "glm4_moe": dict(TINY, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
                      first_k_dense_replace=1, n_group=1, topk_group=1),
-    "gemma4_text": dict(TINY, num_hidden_layers=2, sliding_window=8, layer_types=["sliding_attention", "full_attention"]),
+    "gemma4_text": dict(TINY, num_hidden_layers=2, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                        vocab_size_per_layer_input=128, hidden_size_per_layer_input=16, global_head_dim=32),  # tiny
     "llama4_text": dict(TINY, num_local_experts=4, num_experts_per_tok=1, intermediate_size_mlp=48,
                         interleave_moe_layer_step=2, attention_chunk_size=8),
     "minimax_m2": dict(TINY, num_local_experts=4, num_experts_per_tok=2),
