@@ -138,6 +138,7 @@ CASES = [
     ("flops --group-size 10^12", ["flops", "--model", "Qwen2.5-1.5B-Instruct", "--group-size", str(10 ** 12)],
      "group_size", None),
     ("schema --out DIR", ["schema", "report", "--out", "subs"], "is a folder", None),
+    ("schema --out a new file in /dev", ["schema", "report", "--out", "/dev/race-hostile-test"], "in /dev", None),
 ]
 
 
