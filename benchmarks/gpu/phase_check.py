@@ -112,7 +112,6 @@ def rollout(spec, adapter, n, p, c, device, dtype):
     out, seconds = _timed(run, device)
     assert out.shape == (n, p + c), f"generate returned {tuple(out.shape)}, wanted {(n, p + c)}"
     counted = _counted(run)
-    del model
     return seconds, counted
 
 
@@ -144,7 +143,6 @@ def update(spec, adapter, n, p, c, device, dtype):
     run()  # warm-up (Triton autotuning of the fused head on CUDA)
     _, seconds = _timed(run, device)
     counted = _counted(run)
-    del model
     return seconds, counted
 
 
@@ -162,7 +160,6 @@ def reward(spec, n, length, device, dtype):
     run()
     _, seconds = _timed(run, device)
     counted = _counted(run)
-    del model
     return seconds, counted
 
 

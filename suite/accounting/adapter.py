@@ -78,6 +78,8 @@ class Adapter:
         per adapted expert stack, as peft adapts them (`lora_units`)."""
         if self.kind == "full":
             return spec.params_total
+        if getattr(spec, "traced", False):  # read off the real peft model
+            return spec.lora(self)[1]
         return sum(u.params for u in lora_units(spec, self))
 
     def to_report(self, spec: ModelSpec) -> dict:
@@ -112,7 +114,13 @@ _PEFT_DOWN = {pattern: next(n for n, p in conv.items() if p == "experts.down_pro
 _PARAM_TARGETS = ("experts.gate_up_proj", "experts.down_proj", "gate.weight", "router.weight")
 """peft target_parameters this accounting follows: the expert stacks and the router weight."""
 
-TARGET_NAMES = tuple(sorted(set(LINEAR_NAMES).union(*_PEFT_MOE_MAP.values(), _PARAM_TARGETS, {ALL_LINEAR})))
+TRACED_NAMES = ("in_proj", "c_attn", "c_proj", "c_fc", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h",
+                "fc1", "fc2", "qkv", "wqkv", "w_in", "w_out", "x_proj", "dt_proj")
+"""Module names of families priced by the traced path (GPT-2, Mamba hybrids, ...): what peft adapts
+there is read off the real model (suite.accounting.traced)."""
+
+TARGET_NAMES = tuple(sorted(set(LINEAR_NAMES).union(*_PEFT_MOE_MAP.values(), _PARAM_TARGETS, {ALL_LINEAR},
+                                                    TRACED_NAMES)))
 """Every LoRA target name the accounting knows (a name a model lacks adapts nothing there)."""
 
 
@@ -156,6 +164,8 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     the adapted modules back from real PEFT models."""
     if adapter.kind != "lora":
         return ()
+    if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model
+        return spec.lora(adapter)[0]
     layers = spec.layers()
     names = set(adapter.targets)
     conv = _PEFT_MOE_MAP.get(spec.family.peft_moe, {})
@@ -208,6 +218,8 @@ def adaptable_names(spec: ModelSpec) -> list[str]:
 def unmatched_targets(spec: ModelSpec, adapter: Adapter) -> list[str]:
     """Targets that adapt nothing in `spec` (peft skips them silently when others match)."""
     if adapter.kind != "lora" or ALL_LINEAR in adapter.targets:
+        return []
+    if getattr(spec, "traced", False):
         return []
     known = set(adaptable_names(spec))
     return [t for t in adapter.targets if t not in known]

@@ -126,6 +126,33 @@ LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", 
                 "out_proj", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "shared_expert_gate")
 """Leaf names of the nn.Linear modules of every supported decoder layer (the LoRA target names)."""
 
+ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
+    # transformers 5.24's `attribute_map` of each supported config class (alias -> attribute):
+    # save_pretrained writes the attribute's name, hub files often the alias; both are read.
+    # tests/test_families.py checks this table against the config classes.
+    "deepseek_v3": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+}
+"""Config keys transformers reads under two spellings, per model_type."""
+
+
+def _unalias(cfg: dict) -> dict:
+    """The config with every aliased key under both of its spellings (a value given under
+    either name is the attribute's value; the attribute's own name wins when both are set)."""
+    amap = ATTRIBUTE_MAP.get(cfg.get("model_type"), {})
+    if not amap:
+        return cfg
+    cfg = dict(cfg)
+    for alias, attr in amap.items():
+        if cfg.get(attr) is None and cfg.get(alias) is not None:
+            cfg[attr] = cfg[alias]
+        if cfg.get(attr) is not None:
+            cfg[alias] = cfg[attr]
+    return cfg
+
+
 _MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
              "moe_intermediate_size")
 
@@ -689,6 +716,7 @@ def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpe
         raise RaceError(f"{where}: {kind}model_type '{model_type}' is not supported",
                         f"supported model types: {', '.join(SUPPORTED_TYPES)}")
     f = FAMILIES[model_type]
+    cfg = _unalias(cfg)
     if cfg.get("use_bidirectional_attention"):
         raise RaceError(f"{where}: use_bidirectional_attention makes a {model_type} an encoder, not a causal LM",
                         "the accounting covers causal decoders")

@@ -64,6 +64,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
             add_stat(out, f"{prefix}.{attn}.{stat[5:]}", v)
         elif stat in ("row", "chunk"):
             add_stat(out, f"{prefix}.{stat}s", v)
+        elif stat == "chunk2":
+            add_stat(out, f"{prefix}.chunks2", v)
         elif stat == "call":
             if calls:
                 add_stat(out, f"{prefix}.calls", v)
@@ -75,6 +77,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
                 add_stat(out, "rollout.decode_pairs" if not absorbed else "rollout.decode_tokens", v)
         elif stat == "dec_tok" and rollout:
             add_stat(out, "rollout.decode_tokens", v)
+        elif stat == "dec_pair" and rollout:  # traced: what a decode step adds per cached key
+            add_stat(out, "rollout.decode_pairs", v)
     return out
 
 
@@ -90,8 +94,14 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         raise RaceError(f"policy {policy.name} has no LM head", "a policy must be a causal LM; reward models go in reward_model")
     head = head_fwd(policy)
     early = prof.checkpoint_early_stop
-    costs = model_costs(policy, adapter, prof.peft_training, prof.layer0_input_grad(adapter, settings), early)
-    gen = model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
+    if getattr(policy, "traced", False):  # no recipe: FlopCounterMode over its HF code (suite.accounting.traced)
+        from .traced import traced_costs
+
+        costs = traced_costs(policy, adapter, prof.layer0_input_grad(adapter, settings), settings.gradient_checkpointing)
+        gen = costs["fwd"]
+    else:
+        costs = model_costs(policy, adapter, prof.peft_training, prof.layer0_input_grad(adapter, settings), early)
+        gen = model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
     roll = _map(gen, "rollout", attn, rollout=True, absorbed=not prof.hf_rollout, calls=prof.hf_rollout)
     if policy.family.mla and not prof.hf_rollout:
         add_stat(roll, "rollout.decode_pairs", policy.num_layers * mla_absorbed(policy))
@@ -114,7 +124,12 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         ("update", "reference forward", {**_map(costs["base"], "update.ref", attn), "update.ref.lm_head": head}),
     ]
     if reward_model is not None:
-        rc = model_costs(reward_model, Adapter(kind="full"), False, False, False)["base"]
+        if getattr(reward_model, "traced", False):
+            from .traced import traced_costs
+
+            rc = traced_costs(reward_model, Adapter(kind="full"), False, False)["base"]
+        else:
+            rc = model_costs(reward_model, Adapter(kind="full"), False, False, False)["base"]
         table.append(("reward", "reward-model forward", {**_map(rc, "reward", attn), "reward.heads": head_fwd(reward_model)}))
     return [(ph, name, {k: v for k, v in coef.items() if v}) for ph, name, coef in table]
 

@@ -177,6 +177,9 @@ class Needs:
     linear attention decodes through a recurrent update)."""
     chunks: bool = False
     """Linear attention: sequences and 64-token chunks of full-sequence passes."""
+    chunks2: bool = False
+    """Chunked SSM scans (Mamba-2's torch path, traced): squares of each sequence's chunk count
+    (the inter-chunk decay matrix)."""
     calls: bool = False
     """MoE: forward calls (peft folds an expert LoRA into the expert weights once per call)."""
 
@@ -185,6 +188,8 @@ class Needs:
         """What `spec` needs (nothing for None and for dense full-attention models)."""
         if spec is None:
             return cls()
+        if getattr(spec, "traced", False):  # suite.accounting.traced: what its fitted coefficients use
+            return spec.needs
         mixers = {spec.mixer_of(i) for i in range(spec.num_layers)}
         return cls(windows=(spec.sliding_window,) if "sliding" in mixers else (),
                    decode=bool(mixers & {"mla", "linear"}), chunks="linear" in mixers, calls=spec.is_moe)
@@ -194,6 +199,8 @@ class Needs:
         out = [f"{pass_name}.attn_{a}.w{w}" for w in self.windows for a in ATTENTION]
         if self.chunks:
             out += [f"{pass_name}.rows", f"{pass_name}.chunks"]
+        if self.chunks2:
+            out.append(f"{pass_name}.chunks2")
         if self.decode and pass_name == "rollout":
             out += ["rollout.prefill_tokens", "rollout.decode_tokens", "rollout.decode_pairs"]
         if self.calls and pass_name in ("rollout", "update.train", "update.old"):  # the adapter runs
@@ -214,6 +221,8 @@ def _seq_stats(length, needs: Needs) -> dict:
         out[f"attn_full.w{w}"] = length * length  # eager attention computes the square, then masks
     if needs.chunks:
         out["rows"], out["chunks"] = 1, math.ceil(length / CHUNK)
+    if needs.chunks2:
+        out["chunks2"] = math.ceil(length / CHUNK) ** 2
     return out
 
 
@@ -394,7 +403,7 @@ def tokens_from_work(work: dict) -> dict:
 
 
 _EXTRA_KEY = re.compile(r"^(?:(?:rollout|update\.train|update\.old|update\.ref|reward)\.(?:attn_(?:causal|full)\.w[1-9][0-9]*"
-                        r"|rows|chunks)|(?:rollout|update\.train|update\.old)\.calls"
+                        r"|rows|chunks|chunks2)|(?:rollout|update\.train|update\.old)\.calls"
                         r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs))$")
 """Work keys `Needs` adds (calls only where the adapter runs: not the reference, not the reward model)."""
 

@@ -257,7 +257,7 @@ def _fill(template: str, **values) -> str:
     import re
 
     def sub(m):
-        name, conv = m.group(1), m.group(2)
+        name = m.group(1)
         v = values[name]
         return _short(v) if name == "value" else str(v)
 

@@ -99,14 +99,14 @@ def settings_from_args(args):
 def compute(policy, args) -> dict:
     """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
-    from suite.accounting.modelspec import load_spec
     from suite.accounting.pretraining import share_of_pretraining
+    from suite.accounting.traced import priced_by, spec_for
     from suite.record.report import model_entry
 
     get_engine(args.engine)
     adapter = adapter_from_args(args)
     settings = settings_from_args(args)
-    reward = load_spec(args.reward_model) if args.reward_model else None
+    reward = spec_for(args.reward_model) if args.reward_model else None
     if reward is None and args.reward_tokens is not None:
         raise RaceError("--reward-tokens needs --reward-model", "rule rewards cost 0 FLOPs")
     s = step_flops(policy, adapter, settings, args.prompt_tokens, args.completion_tokens, engine=args.engine,
@@ -116,6 +116,7 @@ def compute(policy, args) -> dict:
     return {
         "method": METHOD, "version": VERSION, "engine_profile": args.engine, "attention": args.attention,
         "policy": model_entry(policy),
+        "priced_by": {"policy": priced_by(policy), "reward": priced_by(reward) if reward is not None else None},
         "adapter": {**adapter.to_report(policy), "adapted": adapted_summary(policy, adapter)},
         "grpo": settings.to_dict(),
         "reward": None if reward is None else {"name": reward.name, "params_total": reward.params_total,
@@ -180,7 +181,9 @@ def render(d: dict, show_passes: bool) -> str:
         f"GRPO step: B={g['prompts_per_step']} prompts x K={g['group_size']} completions, P={d['means']['prompt_tokens']:g}, "
         f"C={d['means']['completion_tokens']:g} tokens; mu={g['num_iterations']}, beta={g['beta']:g}, gradient checkpointing "
         f"{'on' if g['gradient_checkpointing'] else 'off'}; {rw}",
-        f"engine profile {d['engine_profile']}, attention {d['attention']}, 1 multiply-add = 2 FLOPs",
+        f"engine profile {d['engine_profile']}, attention {d['attention']}, 1 multiply-add = 2 FLOPs; priced by "
+        + ("the analytic recipe" if d["priced_by"]["policy"] == "recipe" else
+           "tracing its transformers code (FlopCounterMode, meta device)"),
         "",
     ]
     folded = d.get("expert_lora_folds", 0)
@@ -242,11 +245,11 @@ def configure(p: argparse.ArgumentParser):
         if args.list_models:
             print(list_models())
             return 0
-        from suite.accounting.modelspec import load_spec
-
         if args.steps < 1:
             raise RaceError(f"--steps must be >= 1, got {args.steps}")
-        policy = load_spec(args.model or args.config)
+        from suite.accounting.traced import spec_for
+
+        policy = spec_for(args.model or args.config)  # a recipe, else the traced path (any decoder)
         d = compute(policy, args)
         print(json.dumps(d, indent=2) if args.json else render(d, args.passes))
         return 0

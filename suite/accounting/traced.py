@@ -1,0 +1,545 @@
+# Over 500 lines: one idea (price a decoder from its own modeling code) whose measuring, fitting and verifying steps share private helpers; split, each part would import the others.
+"""The traced path: exact FLOPs for any decoder transformers builds, with no recipe.
+
+A model type with no analytic recipe (`modelspec.FAMILIES`) is priced from the real modeling
+code: the Hugging Face model is built on the meta device (no weights, any size) with eager
+attention (and eager / batched experts), and torch's FlopCounterMode counts, per decoder layer,
+a no-grad forward, a training pass with and without gradient checkpointing, and a decode step
+with the KV cache, at a few sequence lengths. Each layer's count is fitted to the exact form the
+accounting prices (`suite.accounting.costs`):
+
+    F_layer(b, L) = b * (tok * L + pair * L^2 + row + chunk * ceil(L / 64)) + call
+
+(tok: Linears, experts, convolutions per token; pair: attention score and value products per
+(query, key) pair, eager attention computing the whole square; row and chunk: per-sequence and
+per-64-token-chunk terms of a chunked scan; call: peft's per-call folds), solved exactly in
+rationals from some lengths and verified on others; a decode step over n cached keys costs
+tok + dec_tok + pair * n (pair * min(n, W) on a W-window layer). The fit is refused, never
+guessed, when it does not reproduce the held-out lengths exactly. Coefficients are cached per
+(config, adapter, checkpointing).
+
+The LM head and reward heads are priced analytically (`costs.head_fwd`), as for the recipes.
+What is measured is the transformers/peft code path: an engine with other kernels (vLLM's
+unfolded expert LoRA, fused scans) may differ where docs/accounting.md says so.
+
+Needs torch and transformers (the light core prices catalogued models without them):
+`traced_spec` raises a RaceError naming them when they are absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+import warnings
+
+from ..errors import RaceError
+from .adapter import Adapter, LoraUnit
+from .work import CHUNK, Needs
+
+PATH_RECIPE = "recipe"
+PATH_TRACED = "traced"
+"""How a model's FLOPs were priced, as reports and `race flops` name it."""
+
+FIT_LENGTHS = (5, 9, 16)
+"""Sequence lengths the per-layer fit solves on (tok, pair, row); CHECK_LENGTHS verify it."""
+CHECK_LENGTHS = (100,)
+CHUNK_LENGTHS = (5, 9, 70, 150, 230, 260)
+"""Lengths of the chunked fit (adds the per-chunk term), used when the plain fit fails."""
+CALL_LENGTH = 5
+"""Length of the batch-2 pass that separates per-call from per-row constants."""
+
+
+@dataclass(frozen=True)
+class _Family:
+    mla: bool = False
+    post_mlp_norm: bool = False
+    peft_moe: str = ""
+
+
+@dataclass(frozen=True)
+class TracedSpec:
+    """A decoder priced by tracing its Hugging Face modeling code (duck-types ModelSpec where
+    pricing and reports read it)."""
+
+    name: str
+    model_type: str
+    config: str
+    """The config as canonical JSON (hashable; `config_dict` reads it back)."""
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    params_total: int
+    params_embedding: int
+    windows: tuple[int, ...]
+    """Keys each decoder layer attends to in decode (0: the whole context)."""
+    has_lm_head: bool = True
+    tie_embeddings: bool = False
+    score_head: tuple[tuple[int, int], ...] = ()
+    score_bias: bool = False
+    num_experts: int = 0
+    experts_per_token: int = 0
+    traced: bool = True
+    path: str = PATH_TRACED
+
+    @property
+    def family(self) -> _Family:
+        return _Family()
+
+    @property
+    def is_moe(self) -> bool:
+        return False  # no recipe of its experts: the report gives no params_active
+
+    @property
+    def sliding_window(self) -> int:
+        return max(self.windows, default=0)
+
+    @property
+    def params_non_embedding(self) -> int:
+        return self.params_total - self.params_embedding
+
+    @property
+    def config_dict(self) -> dict:
+        return json.loads(self.config)
+
+    def mixer_of(self, i: int) -> str:
+        return "sliding" if self.windows[i] else "full"
+
+    def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+        """(what peft adapts, trainable parameters): `traced_lora` (adapter.py asks the spec, so
+        the recipe side never imports this module)."""
+        return traced_lora(self, adapter)
+
+    @property
+    def needs(self) -> Needs:
+        """Work statistics its coefficients may use: every kind (those it does not use price at 0)."""
+        return Needs(windows=tuple(sorted({w for w in self.windows if w})), decode=True, chunks=True, calls=True,
+                     chunks2=True)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "model_type": self.model_type, "priced_by": self.path,
+                "hidden_size": self.hidden_size, "num_layers": self.num_layers, "vocab_size": self.vocab_size,
+                "has_lm_head": self.has_lm_head, "tie_embeddings": self.tie_embeddings,
+                "score_head": [list(s) for s in self.score_head]}
+
+
+# ---- building the model ------------------------------------------------------------------------
+
+
+def _need_torch():
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise RaceError(f"the traced path needs torch and transformers ({e.name} is not installed)",
+                        "pip install 'race-suite[torch]' (catalogued models and recipe families price without them)")
+
+
+def _hf_config(cfg: dict):
+    from transformers import AutoConfig
+
+    d = {k: v for k, v in cfg.items() if k not in ("model_type", "transformers_version", "architectures")}
+    d.setdefault("pad_token_id", 0)
+    try:
+        return AutoConfig.for_model(cfg["model_type"], **d)
+    except (ValueError, KeyError) as e:
+        raise RaceError(f"transformers cannot build model_type '{cfg.get('model_type')}': {e}",
+                        "the traced path prices any decoder transformers builds; check the config's model_type")
+
+
+def _build(cfg: dict, device: str, seed: int = 0):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    hf = _hf_config(cfg)
+    torch.manual_seed(seed)
+    for kw in ({"attn_implementation": "eager", "experts_implementation": "batched_mm" if device == "meta" else "eager"},
+               {"attn_implementation": "eager"}):
+        try:
+            with torch.device(device):
+                return AutoModelForCausalLM.from_config(hf, **kw)
+        except (TypeError, ValueError) as e:
+            err = e
+    raise RaceError(f"transformers builds no causal LM for model_type '{cfg['model_type']}' ({err})",
+                    "the accounting covers decoder-only models")
+
+
+def _layer_list(model, n: int) -> str:
+    import torch
+
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.ModuleList) and len(mod) == n and name:
+            return name
+    raise RaceError(f"no list of {n} decoder layers found in {type(model).__name__}",
+                    "the traced path needs the decoder layers as one nn.ModuleList")
+
+
+# ---- measuring ----------------------------------------------------------------------------------
+
+
+def _per_layer(fc, prefix: str, n: int, head: str) -> list[int]:
+    """FLOPs of each decoder layer, then of everything else but the output head (per-layer
+    input projections, model-level mixers: entry n)."""
+    counts = {k: sum(v.values()) for k, v in fc.get_flop_counts().items()}
+    out = [0] * (n + 1)
+    for key, v in counts.items():
+        up, _, idx = key.rpartition(".")
+        if idx.isdigit() and (up == prefix or up.endswith("." + prefix)) and int(idx) < n:
+            out[int(idx)] += v
+    heads = sum(v for k, v in counts.items() if k == head or k.endswith("." + head))
+    out[n] = counts.get("Global", 0) - sum(out[:n]) - heads
+    return out
+
+
+class _Meter:
+    """Per-layer FLOPs of one model's passes (meta device unless it needs data)."""
+
+    def __init__(self, spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool):
+        from .reference import add_lora
+
+        self.spec, self.adapter = spec, adapter
+        self.device = _device(spec.config)
+        model = _build(spec.config_dict, self.device)
+        self.prefix = _layer_list(model, spec.num_layers)
+        out = model.get_output_embeddings()
+        self.head = next((name for name, mod in model.named_modules() if mod is out), "lm_head")
+        self.model = add_lora(model, adapter)
+        self.rg0, self.gc = rg0, gc
+
+    def _ids(self, b: int, L: int):
+        import torch
+
+        return torch.full((b, L), 3, dtype=torch.long, device=self.device), \
+            torch.ones(b, L, dtype=torch.long, device=self.device)
+
+    def forward(self, b: int, L: int, base: bool = False) -> list[int]:
+        import contextlib
+
+        import torch
+
+        from .reference import _meta_autocast, flop_counter
+
+        ids, mask = self._ids(b, L)
+        m = self.model
+        m.eval()
+        ctx = m.disable_adapter() if base and hasattr(m, "disable_adapter") else contextlib.nullcontext()
+        fc = flop_counter()
+        with ctx, fc, torch.no_grad(), _meta_autocast(self.device):
+            m(input_ids=ids, attention_mask=mask, use_cache=False)
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+
+    def train(self, b: int, L: int, gc: bool) -> list[int]:
+        from .reference import _meta_autocast, flop_counter
+
+        m = self.model
+        if gc:
+            m.gradient_checkpointing_enable()
+        else:
+            m.gradient_checkpointing_disable() if hasattr(m, "gradient_checkpointing_disable") else None
+        if self.adapter.kind == "lora" and self.rg0:
+            m.enable_input_require_grads()
+        m.train()
+        ids, mask = self._ids(b, L)
+        fc = flop_counter()
+        with fc, _meta_autocast(self.device):
+            out = m(input_ids=ids, attention_mask=mask, use_cache=False)
+            out.logits.sum().backward()
+        m.zero_grad(set_to_none=True)
+        if self.adapter.kind == "lora" and self.rg0:
+            m.disable_input_require_grads()
+        if gc:
+            m.gradient_checkpointing_disable()
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+
+    def decode(self, p: int) -> list[int]:
+        """One decode step after a prefill of p tokens (p + 1 keys)."""
+        import torch
+
+        from .reference import _meta_autocast, flop_counter
+
+        m = self.model
+        m.eval()
+        ids, mask = self._ids(1, p + 1)
+        with torch.no_grad(), _meta_autocast(self.device):
+            out = m(input_ids=ids[:, :p], attention_mask=mask[:, :p], use_cache=True)
+            fc = flop_counter()
+            with fc:
+                m(input_ids=ids[:, p:], attention_mask=mask, past_key_values=out.past_key_values, use_cache=True)
+        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+
+
+def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
+    """Exact least-squares-free solve of a square system (Gaussian elimination in rationals)."""
+    n = len(rows)
+    a = [r[:] + [Fraction(y)] for r, y in zip(rows, ys)]
+    for c in range(n):
+        piv = next((r for r in range(c, n) if a[r][c] != 0), None)
+        if piv is None:
+            return None
+        a[c], a[piv] = a[piv], a[c]
+        for r in range(n):
+            if r != c and a[r][c] != 0:
+                f = a[r][c] / a[c][c]
+                a[r] = [x - f * y for x, y in zip(a[r], a[c])]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def _basis(L: int, chunked: bool) -> list[Fraction]:
+    out = [Fraction(L), Fraction(L * L), Fraction(1)]
+    c = math.ceil(L / CHUNK)
+    return out + [Fraction(c), Fraction(c * c)] if chunked else out
+
+
+_STATS = ("tok", "pair", "row", "chunk", "chunk2")
+
+
+def _fit(measure, n_layers: int, what: str, name: str) -> list[dict]:
+    """Per-layer {stat: FLOPs} of a pass measured at batch 1 over several lengths, exact."""
+    for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
+                                     (True, CHUNK_LENGTHS[:5], CHUNK_LENGTHS[5:] + CHECK_LENGTHS)):
+        got = {L: measure(1, L) for L in (*lengths, *checks)}
+        out, ok = [], True
+        for i in range(n_layers):
+            sol = _solve([_basis(L, chunked) for L in lengths], [got[L][i] for L in lengths])
+            if sol is None or any(x.denominator != 1 for x in sol) or any(
+                    sum(c * b for c, b in zip(sol, _basis(L, chunked))) != got[L][i] for L in checks):
+                ok = False
+                break
+            out.append({s: int(v) for s, v in zip(_STATS, sol) if v})
+        if ok:
+            return out
+    raise RaceError(f"{name}: the traced {what} of this model is not of the form the accounting prices "
+                    "(linear in tokens, quadratic attention, per-sequence, per-64-token-chunk and chunks-squared terms)",
+                    "report it with the config; its FLOPs would be a guess")
+
+
+def _calls(measure, per_layer: list[dict]) -> list[int]:
+    """Per-layer constant per forward call: 2 F(1, L) - F(2, L) (per-row terms double)."""
+    one, two = measure(1, CALL_LENGTH), measure(2, CALL_LENGTH)
+    return [2 * a - b for a, b in zip(one, two)]
+
+
+def _with_calls(measure, n: int, what: str, name: str) -> list[dict]:
+    """Per-layer stats of a pass, its batch-1 constant split into per-row and per-call parts."""
+    measure = functools.lru_cache(maxsize=None)(measure)
+    layers = _fit(measure, n, what, name)
+    for c, k in zip(layers, _calls(measure, layers)):
+        if k:
+            c["call"] = k
+            c["row"] = c.get("row", 0) - k
+            if not c["row"]:
+                del c["row"]
+    return layers
+
+
+def _diff(a: list[dict], b: list[dict]) -> list[dict]:
+    return [{s: x.get(s, 0) - y.get(s, 0) for s in set(x) | set(y)} for x, y in zip(a, b)]
+
+
+def _sum(layers: list[dict], windows: tuple[int, ...]) -> dict:
+    """Per-layer stats summed over the decoder, a windowed layer's pairs under pair.w{W}."""
+    out: dict = {}
+    for c, w in zip(layers, windows):
+        for stat, v in c.items():
+            key = f"pair.w{w}" if stat == "pair" and w else stat
+            out[key] = out.get(key, 0) + v
+    return {k: v for k, v in out.items() if v}
+
+
+@contextlib.contextmanager
+def _quiet():
+    """The modeling code's warnings (deprecations, meta-device notes) are not the user's."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+@functools.lru_cache(maxsize=128)
+def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
+    """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them."""
+    with _quiet():
+        return _measure_costs(spec, adapter, rg0, gc)
+
+
+def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
+    m = _Meter(spec, adapter, rg0, gc)
+    n, w, name = spec.num_layers + 1, spec.windows + (0,), spec.name  # + the rest of the model
+    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name)
+    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name)
+    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name)
+    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name) if gc else t1
+    out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(t1, fwd), w),
+           "recompute": _sum(_diff(t2, t1), w)}
+    # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
+    p1, p2 = 3, 4
+    d1, d2 = m.decode(p1), m.decode(p2)
+    dec_tok = dec_pair = 0
+    for i in range(n):
+        slope = d2[i] - d1[i]
+        # beyond the pairs of its forward, a decode step may re-expand every cached key (MLA's
+        # latents, an indexer's keys): per decode pair
+        dec_pair += slope - fwd[i].get("pair", 0)
+        dec_tok += d1[i] - slope * (p1 + 1) - fwd[i].get("tok", 0) - fwd[i].get("call", 0)
+    if dec_tok:
+        out["fwd"]["dec_tok"] = dec_tok
+    if dec_pair:
+        out["fwd"]["dec_pair"] = dec_pair
+    return out
+
+
+def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
+    """What `costs.model_costs` gives for a recipe: FLOPs per stat of the forward with the
+    adapter, without it, the backward and the checkpoint recompute (measured, fitted, cached)."""
+    _need_torch()
+    return _costs(spec, adapter, rg0, gc)
+
+
+@functools.lru_cache(maxsize=128)
+def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+    """(what peft adapts, trainable parameters) on the real model (meta device)."""
+    _need_torch()
+    from .reference import adapted_units, add_lora
+
+    with _quiet():
+        model = add_lora(_build(spec.config_dict, "meta"), adapter)
+    units = tuple(LoraUnit(*u) for u in adapted_units(model))
+    if adapter.kind == "lora" and not units:
+        raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
+    return units, sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+CPU_LIMIT = 20_000_000
+"""Parameters up to which a model whose code needs data (.item() on the meta device: Mamba
+scans, data-dependent routing) is traced on the CPU with random weights instead."""
+
+
+@functools.lru_cache(maxsize=256)
+def _device(config: str) -> str:
+    """meta, unless the modeling code needs data: then the CPU for a small model, else refused."""
+    import torch
+
+    with _quiet():
+        model = _build(json.loads(config), "meta")
+        ids = torch.full((1, 5), 3, dtype=torch.long, device="meta")
+        try:
+            with torch.no_grad():
+                model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+            return "meta"
+        except (RuntimeError, NotImplementedError) as e:
+            n = sum(p.numel() for p in model.parameters())
+            if n > CPU_LIMIT:
+                raise RaceError(f"{json.loads(config).get('model_type')}: its modeling code cannot run on the meta "
+                                f"device ({str(e).splitlines()[0][:80]}), and at {n:,} parameters it is too big to "
+                                "trace on the CPU", "price a smaller config of the same family (FLOPs per token "
+                                "scale with its widths), or add a recipe") from None
+            return "cpu"
+
+
+# ---- specs ----------------------------------------------------------------------------------------
+
+
+def _score_head(cfg: dict, h: int) -> tuple[bool, tuple, bool]:
+    archs = cfg.get("architectures") or []
+    arch = archs[0] if archs else ""
+    if arch.endswith("ForSequenceClassification") or arch.endswith("ForTokenClassification"):
+        labels = cfg.get("num_labels") or len(cfg.get("id2label") or {}) or 2
+        return False, ((h, labels),), False
+    return True, (), False
+
+
+def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
+    """A TracedSpec of a config.json dict of any decoder transformers builds."""
+    _need_torch()
+    import torch
+
+    where = where or name
+    with _quiet():
+        hf = _hf_config(cfg)
+    text = getattr(hf, "text_config", None)
+    if text is not None and text is not hf and getattr(hf, "get_text_config", None):
+        hf = hf.get_text_config()
+        cfg = {**hf.to_dict(), "model_type": hf.model_type, "architectures": cfg.get("architectures")}
+    if getattr(hf, "is_encoder_decoder", False):
+        raise RaceError(f"{where}: encoder-decoder configs are not supported", "accounting covers decoder-only models")
+    canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
+                       sort_keys=True, default=str)
+    with _quiet():
+        model = _build(json.loads(canon), "meta")
+    n = hf.num_hidden_layers
+    _layer_list(model, n)
+    h, vocab = hf.hidden_size, hf.vocab_size
+    seen, total = set(), 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    tied = model.get_output_embeddings() is not None and \
+        model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    has_head, score, bias = _score_head(cfg, h)
+    emb = vocab * h * (1 if tied or not has_head else 2)
+    if not has_head:  # the backbone plus its score head, not the LM head
+        total += -vocab * h * (0 if tied else 1) + sum(a * b for a, b in score)
+    types = list(getattr(hf, "layer_types", None) or [])
+    if len(types) != n:
+        types = ["full_attention"] * n
+    sw = getattr(hf, "sliding_window", None) or 0
+    chunk = getattr(hf, "attention_chunk_size", None) or 0
+    windows = tuple(sw if t == "sliding_attention" else chunk if t == "chunked_attention" else 0 for t in types)
+    experts = next((getattr(hf, k) for k in ("num_local_experts", "n_routed_experts", "num_experts")
+                    if isinstance(getattr(hf, k, None), int)), 0) or 0
+    del torch
+    return TracedSpec(name=name, model_type=cfg["model_type"], config=canon, num_layers=n, hidden_size=h,
+                      vocab_size=vocab, params_total=total, params_embedding=emb, windows=windows,
+                      has_lm_head=has_head, tie_embeddings=bool(tied) and has_head, score_head=score, score_bias=bias,
+                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0))
+
+
+def spec_for(config, name: str | None = None):
+    """The spec that prices any Hugging Face decoder config: the analytic recipe where its
+    family has one (ModelSpec), else the traced path (TracedSpec). `config`: a dict, a
+    transformers PretrainedConfig, a config.json path or folder, or a catalog name. The result
+    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`).
+    `priced_by(spec)` names the path."""
+    from .modelspec import FAMILIES, _TEXT_OF, _read_json, in_catalog, load_spec, spec_from_config
+
+    if isinstance(config, (str, Path)):
+        if in_catalog(str(config)):
+            return load_spec(str(config))
+        path = Path(config).expanduser()
+        path = path / "config.json" if path.is_dir() else path
+        if not path.is_file():
+            return load_spec(str(config))  # its error names the closest catalog models
+        cfg = _read_json(path)
+        name = name or cfg.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
+        where = str(path)
+    elif isinstance(config, dict):
+        cfg, where = config, None
+    else:  # a PretrainedConfig
+        cfg, where = {**config.to_dict(), "model_type": config.model_type}, None
+    name = name or cfg.get("_name_or_path") or str(cfg.get("model_type"))
+    mt = cfg.get("model_type")
+    if mt in FAMILIES or mt in _TEXT_OF:
+        return spec_from_config(cfg, name, where)
+    if mt is None:
+        raise RaceError(f"{where or name}: config is missing field 'model_type'")
+    return traced_spec(cfg, name, where)
+
+
+def priced_by(spec) -> str:
+    """'recipe' (an analytic recipe, no torch) or 'traced' (FlopCounterMode over the HF code)."""
+    return getattr(spec, "path", PATH_RECIPE)
+
+
+__all__ = ["TracedSpec", "traced_spec", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
+           "PATH_TRACED"]
