@@ -51,9 +51,9 @@ def _spec(rng: random.Random, i: int) -> dict:
                  "max_completion_tokens": rng.choice((1024, 2048)),
                  "gradient_checkpointing": rng.random() < 0.8},
         "reward": reward,
-        "engine": {"name": "trl", "version": "1.16.0"},
-        "accounting": {"engine_profile": rng.choice(("trl", "trl", "generic")),
+        "accounting": {"engine_profile": (profile := rng.choice(("trl", "trl", "generic"))),
                        "attention": "causal" if rng.random() < 0.9 else "full"},
+        "engine": {"name": "trl" if profile == "trl" else "hand-filled", "version": "1.16.0"},  # WORK-008
         "evaluations": [{"target": t, "metric": "pass@1", "value": round(rng.uniform(0.2, 0.9), 4), "n": 250}
                         for t in ("gsm8k-250", "math500-250") if rng.random() < 0.9],
     }

@@ -75,11 +75,13 @@ def test_validate_100k_step_ledger(benchmark, tmp_path):
 
 
 def test_fuzz_heavy_lane():
-    """The fuzz tests with RACE_FUZZ_SCALE (default 10: ~25,000 examples, random seeds)."""
+    """The fuzz tests and the mutation suite with RACE_FUZZ_SCALE (default 10: ~25,000 examples and
+    ~5,800 consistent forgeries, random seeds and a random forgery pool)."""
     import subprocess
 
     env = {**os.environ, "RACE_FUZZ_SCALE": os.environ.get("RACE_FUZZ_SCALE", "10")}
     tests = Path(__file__).resolve().parents[1] / "tests"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests / "test_validate_fuzz.py")],
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests / "test_validate_fuzz.py"),
+                        str(tests / "test_validate_forgeries.py")],
                        env=env, capture_output=True, text=True, cwd=tests.parent)
     assert r.returncode == 0, r.stdout[-3000:]

@@ -31,7 +31,6 @@ def model_spec_maxima() -> dict[str, int]:
 
     from . import paths
 
-    # read the file itself: record.schemas sits above accounting, which calls this
     schema = json.loads((paths.schemas() / "report-v1.schema.json").read_text(encoding="utf-8"))
     props = schema["$defs"]["model_spec"]["properties"]
     return {k: int(v["maximum"]) for k, v in props.items() if isinstance(v, dict) and "maximum" in v}

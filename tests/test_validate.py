@@ -45,7 +45,7 @@ def test_exit_codes_clean_error_warning_strict_unreadable(report_dir, capsys):
     r = report_dir / "report.json"
     assert main(["validate", str(r)]) == 0
     doc = _doc()
-    doc["grpo"]["group_size"] = 1  # a warning (PLAUS-002), and nothing else
+    doc["grpo"]["group_size"], doc["grpo"]["prompts_per_step"] = 1, 32  # a warning (PLAUS-002), nothing else
     _write(r, doc)
     assert main(["validate", str(r)]) == 0
     assert main(["validate", "--strict", str(r)]) == 1
@@ -62,7 +62,7 @@ def test_exit_codes_clean_error_warning_strict_unreadable(report_dir, capsys):
 
 def test_text_output_groups_by_file_and_severity(report_dir, capsys):
     doc = _doc()
-    doc["grpo"]["group_size"] = 1
+    doc["grpo"]["group_size"], doc["grpo"]["prompts_per_step"] = 1, 32  # the same 32 completions a step
     doc["totals"]["flops"]["total"] += 1
     _write(report_dir / "report.json", doc)
     main(["validate", str(report_dir / "report.json")])

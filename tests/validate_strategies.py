@@ -4,6 +4,7 @@ a ledger on disk), and single-invariant mutations with the rule meant to catch e
 from __future__ import annotations
 
 import copy
+import random as _random
 import json
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase_flops, tokens_from_work,
                               work_from_lengths)
+from suite.errors import RaceError
 from suite.record.ledger import LedgerWriter
 from suite.accounting.modelspec import catalog_names, load_spec
 from suite.record.report import Provenance, build_report, model_entry, totals_from
@@ -22,10 +24,26 @@ POLICIES = [n for n in catalog_names() if "PRM" not in n]
 PRM = "Qwen2.5-Math-PRM-7B"
 
 
+def engine_of_profile(profile: str) -> str:
+    """An engine a report priced under `profile` may name (WORK-008): the profile's own engine,
+    or one without profiles for the generic profile."""
+    return "hand-filled" if profile == "generic" else profile.split("-")[0]
+
+
 def _paired(targets: list) -> list:
     """gate_proj and up_proj together (peft fuses them into MoE expert stacks and refuses one alone)."""
     if ("gate_proj" in targets) != ("up_proj" in targets):
         targets = [*targets, "up_proj" if "gate_proj" in targets else "gate_proj"]
+    return targets
+
+
+def _adaptable(policy: str, targets: list) -> list:
+    """Targets that adapt something in `policy` (gpt-oss has no gate_proj/up_proj of its own:
+    a LoRA on only those is refused), adding q_proj where they would not."""
+    try:
+        Adapter(kind="lora", rank=8, alpha=16.0, targets=tuple(targets)).trainable_params(_load(policy))
+    except RaceError:
+        return [*targets, "q_proj"] if "q_proj" not in targets else targets
     return targets
 
 
@@ -36,17 +54,19 @@ def run_specs(draw) -> dict:
     targets = _paired(draw(st.lists(st.sampled_from(PROJECTIONS), min_size=1, max_size=7, unique=True)))
     prm = draw(st.booleans())
     mcl = draw(st.sampled_from([16, 256, 2048]))
+    policy = draw(st.sampled_from(POLICIES))
+    targets = _adaptable(policy, targets)
     return {
         "id": "fuzz", "label": "fuzz", "seed": draw(st.integers(0, 9)),
-        "policy": draw(st.sampled_from(POLICIES)),
+        "policy": policy,
         "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank, "targets": targets} if rank else {"type": "full"},
         "grpo": {"group_size": draw(st.integers(2, 8)), "prompts_per_step": draw(st.integers(1, 8)),
                  "num_iterations": draw(st.integers(1, 3)), "beta": draw(st.sampled_from([0.0, 0.04])),
                  "max_completion_tokens": mcl, "gradient_checkpointing": draw(st.booleans())},
         "reward": {"system": "prm", "kind": "prm", "model": PRM} if prm else {"system": draw(st.sampled_from(["sparse", "dense"]))},
-        "engine": {"name": "trl", "version": "1.16.0"},
-        "accounting": {"engine_profile": draw(st.sampled_from(sorted(ENGINES))),
+        "accounting": {"engine_profile": (profile := draw(st.sampled_from(sorted(ENGINES)))),
                        "attention": draw(st.sampled_from(["causal", "full"]))},
+        "engine": {"name": engine_of_profile(profile), "version": "1.16.0"},
         "evaluations": draw(st.lists(st.sampled_from([
             {"target": "gsm8k-250", "metric": "pass@1", "value": 0.5, "n": 250},
             {"target": "math500-250", "metric": "process_judge", "value": 0.3, "n": 250,
@@ -118,6 +138,8 @@ def valid_reports(draw, with_ledger: bool = False):
     the sum of the records, as build_report would write them."""
     spec = draw(run_specs())
     lengths = draw(step_lengths(spec, draw(st.integers(1, 3))))
+    if len(lengths) >= 3 and lengths.count(lengths[0]) == len(lengths):
+        lengths = lengths[:2]       # real steps differ: three identical ones are means (PROV-003)
     recs = ledger_records(spec, lengths)
     folder = Path(tempfile.mkdtemp(prefix="race-fuzz-"))
     write_ledger(folder / "ledger.jsonl", recs)
@@ -146,12 +168,13 @@ def make_pool(n: int, folder: Path, seed: int = 0) -> list[tuple[dict, Path]]:
         spec = {
             "id": f"pool-{i}", "policy": POLICIES[i % len(POLICIES)],
             "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank,
-                        "targets": _paired(rng.sample(PROJECTIONS, rng.randint(1, 7)))} if rank else {"type": "full"},
+                        "targets": _adaptable(POLICIES[i % len(POLICIES)], _paired(rng.sample(PROJECTIONS, rng.randint(1, 7))))}
+            if rank else {"type": "full"},
             "grpo": {"group_size": rng.randint(2, 8), "prompts_per_step": rng.randint(1, 8),
                      "num_iterations": rng.randint(1, 3), "beta": rng.choice([0.0, 0.04]),
                      "max_completion_tokens": rng.choice([16, 256, 2048]), "gradient_checkpointing": rng.random() < 0.5},
             "reward": {"system": "prm", "kind": "prm", "model": PRM} if prm else {"system": "sparse"},
-            "engine": {"name": "trl", "version": "1.16.0"},
+            "engine": {"name": engine_of_profile(sorted(ENGINES)[i % len(ENGINES)]), "version": "1.16.0"},
             "accounting": {"engine_profile": sorted(ENGINES)[i % len(ENGINES)], "attention": rng.choice(["causal", "full"])},
             "evaluations": [{"target": "gsm8k-250", "metric": "pass@1", "value": rng.random(), "n": 250}],
         }
@@ -193,12 +216,21 @@ def _change_phase_consistently(doc, folder, delta):
 
 def _other_architecture(doc, delta):
     """Another catalog policy of a different architecture (a twin -- Qwen2.5-7B and
-    DeepSeek-R1-Distill-Qwen-7B -- has the same shapes, counts and costs, so swapping to it is no
-    mutation)."""
-    def arch(spec: dict) -> dict:
-        return {k: v for k, v in spec.items() if k != "name"}
+    DeepSeek-R1-Distill-Qwen-7B, or Qwen2.5-1.5B-Instruct and its untied distill -- has the same
+    shapes and costs, so swapping to it is no mutation of the compute)."""
+    def arch(spec: dict) -> dict:   # tied or untied embeddings cost the same FLOPs (the head runs either way)
+        return {k: v for k, v in spec.items() if k not in ("name", "tie_embeddings")}
 
-    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"])]
+    adapter = _objects(_spec_like(doc))[1]
+
+    def adapts(spec) -> bool:
+        try:
+            adapter.trainable_params(spec)
+            return True
+        except RaceError:   # gpt-oss has no gate_proj/up_proj: a LoRA on only those is no run
+            return False
+
+    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))]
     return load_spec(names[delta % len(names)])
 
 
@@ -280,3 +312,375 @@ def mutate(doc: dict, folder, name: str, delta: int) -> dict:
     doc = copy.deepcopy(doc)
     MUTATIONS[name][2](doc, folder, delta)
     return json.loads(json.dumps(doc))
+
+
+
+# ---- consistent forgeries: the held-out mutation suite ---------------------------------------
+#
+# A forger edits a valid report *and everything that follows from the edit*: every ledger
+# record's FLOPs priced again from the report's own specs (suite.validate.physics), the ledger
+# rewritten, the totals, shares, p, sha256, record count and pretraining share rebuilt. PHYS-001
+# and the ARITH rules then agree with the forgery; only the work equations (WORK-*) and the
+# provenance rules can refuse it. Each forgery either changes the compute the report implies
+# while its declared run stays the same, or changes a declared setting without pricing the run
+# that setting implies: every one must be refused.
+
+
+def _spec_dict(i: int, rng, profile: str) -> dict:
+    rank = rng.choice([0, 1, 8, 64])
+    prm = i % 3 == 0
+    return {
+        "id": f"forge-{i}", "policy": POLICIES[i % len(POLICIES)],
+        "adapter": {"type": "lora", "rank": rank, "alpha": 2.0 * rank,
+                    "targets": _adaptable(POLICIES[i % len(POLICIES)], _paired(rng.sample(PROJECTIONS, rng.randint(1, 7))))}
+        if rank else {"type": "full"},
+        "grpo": {"group_size": rng.randint(2, 6), "prompts_per_step": rng.randint(1, 6),
+                 "num_iterations": rng.choice([1, 1, 2, 3]), "beta": rng.choice([0.0, 0.04]),
+                 "max_completion_tokens": rng.choice([64, 256, 2048]), "gradient_checkpointing": rng.random() < 0.5},
+        "reward": {"system": "prm", "kind": "prm", "model": PRM} if prm else {"system": "sparse"},
+        "engine": {"name": engine_of_profile(profile), "version": "1.16.0"},
+        "accounting": {"engine_profile": profile, "attention": rng.choice(["causal", "full"])},
+        "evaluations": [],
+    }
+
+
+def _trl_layout_records(spec: dict, lengths: list) -> list[dict]:
+    """Records as the TRL callback writes them: one per optimizer step, mu per generation (the
+    first generates with iterations=1, the others reuse its batch with generation=False)."""
+    policy, adapter, g, rm = _objects(spec)
+    eng, att = spec["accounting"]["engine_profile"], spec["accounting"]["attention"]
+    recs, step = [], 0
+    for prompts, comps in lengths:
+        full = [p for p in prompts for _ in range(g.group_size)]
+        for j in range(g.num_iterations):
+            step += 1
+            reward = [p + c for p, c in zip(full, comps)] if rm and j == 0 else None
+            work = work_from_lengths(prompts, comps, g, eng, reward, iterations=1, generation=j == 0,
+                                     policy=policy, reward_model=rm)
+            recs.append({"step": step, "time": f"2026-11-29T20:{step // 60:02d}:{step % 60:02d}Z",
+                         "tokens": tokens_from_work(work), "work": dict(work),
+                         "flops": phase_flops(work, policy, adapter, g, rm, engine=eng, attention=att)})
+    return recs
+
+
+def _imported_records(spec: dict, rng) -> tuple[list[dict], int]:
+    """Records as `race import trl` writes them: per log entry, work_from_means of its mean
+    lengths times the generations it covers (steps in multiples of mu). Returns (records, last step)."""
+    from suite.accounting import add_work, work_from_means
+
+    policy, adapter, g, rm = _objects(spec)
+    eng, att = spec["accounting"]["engine_profile"], spec["accounting"]["attention"]
+    recs, step = [], 0
+    for _ in range(rng.randint(1, 4)):
+        gens = rng.randint(1, 3)
+        step += gens * g.num_iterations
+        p, c = rng.uniform(5, 300), rng.uniform(1, g.max_completion_tokens)
+        one = work_from_means(p, c, g, eng, p + c if rm else None, policy=policy, reward_model=rm)
+        work = add_work(*([one] * gens))
+        recs.append({"step": step, "tokens": tokens_from_work(work), "work": dict(work),
+                     "flops": phase_flops(work, policy, adapter, g, rm, engine=eng, attention=att)})
+    return recs, step
+
+
+def forgery_pool(folder: Path, n_measured: int = 24, n_imported: int = 12, n_estimated: int = 12,
+                 seed: int = 1) -> list[tuple[str, dict, Path | None]]:
+    """Valid reports of every provenance, each in its own folder: (method, report, folder or
+    None). Measured ones in both ledger layouts (one record per generation; TRL's one per
+    optimizer step), every engine profile."""
+    from suite.record.report import Means, build_estimate
+    from suite.record.runspec import RunSpec
+
+    rng = _random.Random(seed)
+    profiles = sorted(ENGINES)
+    out = []
+    for i in range(n_measured + n_imported):
+        spec = _spec_dict(i, rng, profiles[i % len(profiles)])
+        d = folder / f"f{i}"
+        d.mkdir(parents=True)
+        g = spec["grpo"]
+        if i < n_measured:
+            lengths = [([rng.randint(1, 300) for _ in range(g["prompts_per_step"])],
+                        [rng.randint(1, g["max_completion_tokens"]) for _ in range(g["prompts_per_step"] * g["group_size"])])
+                       for _ in range(rng.randint(1, 3))]
+            recs = _trl_layout_records(spec, lengths) if i % 2 else ledger_records(spec, lengths)
+            prov = MEASURED
+        else:
+            recs, last = _imported_records(spec, rng)
+            prov = Provenance("imported", recorder="race import trl", steps=last,
+                              source={"engine": "trl", "file": "trainer_state.json",
+                                      "fields": ["num_tokens", "completions/mean_length"]})
+        write_ledger(d / "ledger.jsonl", recs)
+        doc = build_report(d / "ledger.jsonl", spec, created="2026-11-29T21:00:00Z", provenance=prov).doc
+        out.append((prov.method, doc, d))
+    for i in range(n_estimated):
+        spec = _spec_dict(100 + i, rng, profiles[i % len(profiles)])
+        spec["steps"] = rng.randint(1, 500)
+        cap = spec["grpo"]["max_completion_tokens"]
+        means = Means(prompt_tokens=round(rng.uniform(5, 400), 1), completion_tokens=round(rng.uniform(1, cap), 1))
+        out.append(("estimated", build_estimate(RunSpec.from_dict(spec), means, created="2026-11-29T21:00:00Z").doc,
+                    None))
+    return out
+
+
+def _records(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / "ledger.jsonl").read_text().splitlines() if x.strip()]
+
+
+def _rebuild(doc: dict, folder: Path, recs: list[dict]) -> None:
+    """Reprice every record from the report's specs, rewrite the ledger and the report's totals,
+    sha256 and record count: what a forger who knows the suite does."""
+    from suite.accounting.modelspec import ModelSpec
+    from suite.accounting.pretraining import share_of_pretraining
+    from suite.record.ledger import LedgerSummary
+    from suite.validate.physics import _inputs, _priced
+
+    args = _inputs(doc)
+    for r in recs:
+        r["flops"] = _priced(r["work"], args)
+    (folder / "ledger.jsonl").unlink()
+    write_ledger(folder / "ledger.jsonl", recs)
+    s = LedgerSummary.scan(folder / "ledger.jsonl")
+    doc["totals"] = totals_from(s.flops, s.tokens, s.work, s.records, s.seconds)
+    doc["ledger"] = {**doc["ledger"], "sha256": s.sha256, "records": s.records}
+    if doc.get("pretraining"):
+        doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"],
+                                                  ModelSpec.from_dict(doc["policy"]["spec"]))
+
+
+def _reprice_totals(doc: dict) -> None:
+    """An estimate (no ledger) repriced from its own totals.work, totals rebuilt."""
+    from suite.validate.physics import _inputs, _priced
+
+    t = doc["totals"]
+    t["flops"] = {**t["flops"], **_priced(t["work"], _inputs(doc))}
+    _retotal(doc)
+
+
+def _scale(pred, f):
+    def edit(work: dict) -> None:
+        for k in list(work):
+            if pred(k):
+                work[k] = int(work[k] * f)
+    return edit
+
+
+def _is_update(k):
+    return k.startswith("update.")
+
+
+def _is_rollout(k):
+    return k.startswith("rollout.")
+
+
+def _is_reward(k):
+    return k.startswith("reward.")
+
+
+def _is_flop_work(k):
+    return not k.startswith("count.")
+
+
+def _is_attention(k):
+    return ".attn_" in k
+
+
+FACTORS = (0.01, 0.35, 0.5, 0.9, 0.99, 1.5, 2.0)
+"""What a forger multiplies work by (below 1 claims less compute; above, more)."""
+
+
+def _work_edit(pred):
+    def forge(doc, folder, rng):
+        recs = _records(folder)
+        edit = _scale(pred, rng.choice(FACTORS))
+        for r in recs:
+            edit(r["work"])
+        _rebuild(doc, folder, recs)
+    return forge
+
+
+def _drop_pass(name):
+    def forge(doc, folder, rng):
+        recs = _records(folder)
+        for r in recs:
+            for k in r["work"]:
+                if k.startswith(name + "."):
+                    r["work"][k] = 0
+        _rebuild(doc, folder, recs)
+    return forge
+
+
+def _has_pass(name):
+    return lambda doc: doc["totals"]["work"].get(f"{name}.tokens", 0) > 0
+
+
+def _inflate_tokens(doc, folder, rng):
+    """Token totals and count.* inflated together, the work left as it was."""
+    f = rng.choice((1.2, 1.05, 0.8))
+    recs = _records(folder)
+    for r in recs:
+        for k in list(r["work"]):
+            if k.startswith("count.") and k != "count.completions":
+                r["work"][k] = int(r["work"][k] * f)
+        r["tokens"] = tokens_from_work(r["work"])
+    _rebuild(doc, folder, recs)
+
+
+def _dress_as_means(doc, folder, rng):
+    """Every record replaced by the first (means dressed as a measurement), one nudged by a token."""
+    recs = _records(folder)
+    first = recs[0]
+    out = []
+    for i in range(max(len(recs), 3 + rng.randint(0, 5))):
+        r = copy.deepcopy(first) | {"step": i + 1}
+        out.append(r)
+    k = "count.rollout_completion"
+    out[rng.randint(0, len(out) - 1)]["work"][k] += 1
+    for r in out:
+        r["tokens"] = tokens_from_work(r["work"])
+    doc["provenance"] = {**doc["provenance"], "steps": len(out)}
+    _rebuild(doc, folder, out)
+
+
+def _setting(key, value_of):
+    """A declared GRPO setting changed, the ledger repriced under it (the work as the run did it)."""
+    def forge(doc, folder, rng):
+        doc["grpo"][key] = value_of(doc, rng)
+        if folder is not None:
+            _rebuild(doc, folder, _records(folder))
+        else:
+            _reprice_totals(doc)
+    return forge
+
+
+def _other_profile(doc, folder, rng):
+    """The work priced under another engine profile (the work kept as the run's profile built
+    it). An estimate may declare the generic convention (the declared setup is then priced
+    under it: no forgery), so estimates swap among the engines' own profiles."""
+    cur = doc["accounting"]["engine_profile"]
+    doc["accounting"]["engine_profile"] = rng.choice([p for p in sorted(ENGINES) if p != cur and (
+        folder is not None or p != "generic")])
+    if folder is not None:
+        _rebuild(doc, folder, _records(folder))
+    else:
+        _reprice_totals(doc)
+
+
+def _estimate_work(pred):
+    def forge(doc, folder, rng):
+        _scale(pred, rng.choice(FACTORS))(doc["totals"]["work"])
+        doc["totals"]["tokens"] = tokens_from_work(doc["totals"]["work"])
+        _reprice_totals(doc)
+    return forge
+
+
+def _estimate_steps(doc, folder, rng):
+    """More (or fewer) steps declared, the totals left at the old step count."""
+    s = doc["provenance"]["steps"]
+    doc["provenance"]["steps"] = doc["totals"]["steps"] = max(1, s * rng.choice((2, 3)) if rng.random() < 0.7 else s // 2) \
+        if s > 1 else 2
+
+
+def _estimate_mean(key):
+    def forge(doc, folder, rng):
+        m = doc["provenance"]["means"]
+        m[key] = round(m[key] * rng.choice((0.5, 2.0, 1.1)), 3)
+        if key == "completion_tokens":
+            m[key] = min(m[key], doc["grpo"]["max_completion_tokens"])
+        if m.get("reward_tokens") is not None:
+            m["reward_tokens"] = m["prompt_tokens"] + m["completion_tokens"]
+    return forge
+
+
+def _mul(key, choices):
+    return lambda doc, rng: doc["grpo"][key] * rng.choice(choices)
+
+
+def _cap_below(doc, rng):
+    w = doc["totals"]["work"]
+    n = max(w.get("count.completions", 1), 1)
+    mean = w.get("count.rollout_completion", n) / n
+    return max(1, int(mean * rng.choice((0.5, 0.9))) if mean >= 2 else 1)
+
+
+def _cap_ok(doc):
+    w = doc["totals"]["work"]
+    return w.get("count.rollout_completion", 0) >= 2 * max(w.get("count.completions", 1), 1)
+
+
+def _beta_flip(doc, rng):
+    return 0.0 if doc["grpo"]["beta"] else rng.choice((0.04, 0.1))
+
+
+def _always(doc):
+    return True
+
+
+def _two_generations(doc):
+    """A mu edit is visible once a run has generated twice (the ledger's rhythm, or every record
+    carrying its mu passes); a run shorter than one cycle of the edited mu is that run stopped
+    early -- the same ledger, no forgery."""
+    w, g = doc["totals"]["work"], doc["grpo"]
+    return w.get("count.completions", 0) >= 2 * g["group_size"] * g["prompts_per_step"]
+
+
+def _counts_determined(doc):
+    """Token counts the work determines. A measured ledger of a profile that pads every row and
+    projects every position (trl-cpu) bounds its prompt and completion counts by the padded rows
+    without fixing them: a count moved inside the padding moves no FLOP and is not detectable
+    (docs/validation.md says so)."""
+    from suite.accounting import get_engine
+
+    p = get_engine(doc["accounting"]["engine_profile"])
+    return not (p.padded and p.lm_head_train == "all" and doc.get("provenance", {}).get("method") != "imported")
+
+
+def _changes_when_not_one(key):
+    return lambda doc: True
+
+
+FORGERIES = {
+    # name: (methods it applies to, applicable(doc), forge(doc, folder, rng))
+    "update-work-scaled": (("measured", "imported"), _always, _work_edit(_is_update)),
+    "rollout-work-scaled": (("measured", "imported"), _always, _work_edit(_is_rollout)),
+    "all-work-scaled": (("measured", "imported"), _always, _work_edit(_is_flop_work)),
+    "attention-scaled": (("measured", "imported"), _always, _work_edit(_is_attention)),
+    "reward-work-scaled": (("measured", "imported"), lambda d: d["reward"]["model"] is not None, _work_edit(_is_reward)),
+    "old-policy-pass-dropped": (("measured", "imported"), _has_pass("update.old"), _drop_pass("update.old")),
+    "reference-pass-dropped": (("measured", "imported"), _has_pass("update.ref"), _drop_pass("update.ref")),
+    "tokens-inflated-with-counts": (("measured", "imported"), _counts_determined, _inflate_tokens),
+    "means-dressed-as-measurement": (("measured",), _always, _dress_as_means),
+    "prompts-per-step-edited": (("measured", "imported", "estimated"), _always,
+                                _setting("prompts_per_step", _mul("prompts_per_step", (2, 3, 4)))),
+    "group-size-edited": (("measured", "imported", "estimated"), _always,
+                          _setting("group_size", _mul("group_size", (2, 3, 4)))),
+    "num-iterations-edited": (("measured", "imported", "estimated"), _two_generations,
+                              _setting("num_iterations", lambda d, r: d["grpo"]["num_iterations"] + r.choice((1, 2, 3)))),
+    "beta-flipped": (("measured", "imported", "estimated"), _always, _setting("beta", _beta_flip)),
+    "cap-below-lengths": (("measured", "imported", "estimated"), _cap_ok, _setting("max_completion_tokens", _cap_below)),
+    "engine-profile-swapped": (("measured", "imported", "estimated"), _always, _other_profile),   # estimates: not to generic
+    "estimate-work-scaled": (("estimated",), _always, _estimate_work(_is_flop_work)),
+    "estimate-update-work-scaled": (("estimated",), _always, _estimate_work(_is_update)),
+    "estimate-steps-edited": (("estimated",), _always, _estimate_steps),
+    "estimate-completion-mean-edited": (("estimated",), _always, _estimate_mean("completion_tokens")),
+    "estimate-prompt-mean-edited": (("estimated",), _always, _estimate_mean("prompt_tokens")),
+}
+
+
+def forge(method: str, doc: dict, src: Path | None, name: str, seed: int) -> tuple[dict, Path | None]:
+    """A consistent forgery `name` of a pool report: (forged report, folder holding its forged
+    ledger or None). The caller removes the folder."""
+    import shutil
+
+    rng = _random.Random(seed)
+    doc = copy.deepcopy(doc)
+    folder = None
+    if src is not None:
+        folder = Path(tempfile.mkdtemp(prefix="race-forge-"))
+        shutil.copy(src / "ledger.jsonl", folder / "ledger.jsonl")
+    FORGERIES[name][2](doc, folder, rng)
+    return json.loads(json.dumps(doc)), folder
+
+
+def applicable_forgeries(method: str, doc: dict) -> list[str]:
+    """The forgeries that apply to a report of this provenance."""
+    return [n for n, (methods, ok, _) in FORGERIES.items() if method in methods and ok(doc)]

@@ -38,6 +38,7 @@ from suite.accounting.pretraining import share_of_pretraining  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
 from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
 from suite.train.cell import cell_from_dict  # noqa: E402
+from suite.validate.physics import _inputs, _priced  # noqa: E402
 
 STEPS = 40
 PROMPTS_PER_STEP = 16
@@ -126,8 +127,10 @@ def make_valid() -> dict[str, dict]:
     docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
                                       cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED).doc
     write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
+    docs["staged"] = cell_from_dict(STAGED, check_paths=False).estimate(created=CREATED).doc
+    write_json_atomic(out / "staged-filtered-multiturn-estimate.json", docs["staged"])
     pub = cell_from_dict(PUBLISHED, check_paths=False)
-    docs["published"] = build_estimate(pub.run_spec(), pub.means(), created=CREATED)
+    docs["published"] = build_estimate(pub.run_spec(), pub.means(), created=CREATED).doc
     write_json_atomic(out / "published-estimate.json", docs["published"])
     return docs
 
@@ -173,6 +176,20 @@ PUBLISHED = {**ESTIMATE, "name": "published-qwen2.5-1.5b-lora64-k2-sparse",
              "assumed": {"mean_completion_tokens": {"low": 400, "high": 1200, "why": "not in the paper"},
                          "accelerator_hours": {"low": 0.5, "high": 1.0, "why": "'under an hour' on 8 GPUs"}},
              "hardware": {**ESTIMATE["hardware"], "wall_seconds": None, "accelerator_hours": 0.67}}
+
+# A staged run with what real runs do (1.2): two stages (the cap and K grow), DAPO-style
+# filtering keeps 80% of the completions, and multi-turn tool outputs are fed back as prefill.
+STAGED = {**{k: v for k, v in ESTIMATE.items() if k not in ("steps", "mean_completion_tokens", "K",
+                                                            "max_completion_tokens")},
+          "name": "staged-qwen2.5-1.5b-lora64-filtered-multiturn",
+          "label": "Qwen2.5-1.5B-Instruct, LoRA r=64, two stages, filtered, multi-turn",
+          "rollouts": {"kept_share": 0.8, "environment_tokens": 200, "turns": 3, "reasons": ["zero_variance_group"],
+                       "off_policy": {"max_lag": 1, "mean_lag": 0.5},
+                       "updates": {"kind": "mini_batch", "optimizer_steps_per_generation": 4}},
+          "stages": [{"name": "2k", "steps": 120, "group_size": 2, "max_completion_tokens": 2048,
+                      "mean_completion_tokens": 655},
+                     {"name": "4k", "steps": 80, "group_size": 4, "max_completion_tokens": 4096,
+                      "mean_completion_tokens": 1400}]}
 
 
 # ------------------------------------------------------------------------------------ invalid
@@ -229,7 +246,8 @@ def invalid_cases(valid: dict[str, dict]):
     yield "ledger-sums", mut(sparse, bump_rollout), ["ARITH-004", "PHYS-001"]
     yield "ledger-sha256", mut(sparse, setp(("ledger", "sha256"), "0" * 64)), ["ARITH-006"]
     yield "record-count", mut(sparse, both(setp(("ledger", "records"), sparse["ledger"]["records"] + 1),
-                                          setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), ["ARITH-007"]
+                                          setp(("totals", "steps"), sparse["totals"]["steps"] + 1))), \
+        ["ARITH-007", "WORK-001"]   # 41 steps cannot hold the 40 generation batches the completions make
     yield "tokens-vs-work", mut(sparse, setp(("totals", "tokens", "rollout_completion"),
                                               sparse["totals"]["tokens"]["rollout_completion"] + 1)), ["ARITH-008", "ARITH-004"]
     yield "ledger-missing", mut(sparse, setp(("ledger", "path"), "no-such-ledger.jsonl")), ["LEDGER-003"]
@@ -271,7 +289,26 @@ def invalid_cases(valid: dict[str, dict]):
     yield "wrong-attention", mut(sparse, setp(("accounting", "attention"), "full")), ["PHYS-001"]
     yield "unknown-engine-profile", mut(sparse, setp(("accounting", "engine_profile"), "megatron")), ["PHYS-001"]
     yield "outside-band", mut(sparse, setp(("budget", "band"), {"low": 1, "high": 2})), ["PLAUS-001"]
-    yield "group-size-1", mut(sparse, setp(("grpo", "group_size"), 1)), ["PLAUS-002"]
+    yield "group-size-1", mut(sparse, both(setp(("grpo", "group_size"), 1), setp(("grpo", "prompts_per_step"), 32))), \
+        ["PLAUS-002"]
+    # The work equations: settings a report declares against the work its ledger records (each
+    # edit repriced by a consistent forger: PHYS-001 agrees, the equations do not).
+    yield "prompts-per-step-edited", mut(sparse, setp(("grpo", "prompts_per_step"), 64)), \
+        ["WORK-001", "WORK-003", "WORK-004"]   # and padded rows no longer come in whole batches
+    yield "cap-below-lengths", mut(sparse, setp(("grpo", "max_completion_tokens"), 100)), ["WORK-002"]
+    yield "beta-without-reference", mut(sparse, setp(("grpo", "beta"), 0.04)), ["WORK-005"]
+    yield "mu-without-passes", mut(sparse, setp(("grpo", "num_iterations"), 4)), ["WORK-004", "WORK-005"]
+
+    def halve_heads(d):
+        d["totals"]["work"]["reward.heads"] //= 2
+        d["totals"]["flops"] = {**d["totals"]["flops"], **_priced(d["totals"]["work"], _inputs(d))}
+        _retotal(d)
+    yield "reward-heads-halved", mut(prm, halve_heads), ["WORK-006", "ARITH-004"]
+
+    def more_steps(d):   # 200 -> 400 steps and a longer mean, the totals left as they were
+        d["provenance"]["steps"] = d["totals"]["steps"] = 400
+        d["provenance"]["means"]["completion_tokens"] = 1310
+    yield "estimate-steps-edited", mut(valid["estimate"], more_steps), ["WORK-007"]
     yield "eval-n", mut(sparse, setp(("evaluations", 0, "n"), 200)), ["PLAUS-003"]
 
     def no_update(d):
@@ -330,6 +367,30 @@ def invalid_cases(valid: dict[str, dict]):
     yield "assumption-outside-range", mut(pub, setp(("sources", "assumed", "mean_completion_tokens", "high"), 500)), \
         ["PUB-003"]
 
+    # What real runs do: stages sum, discarded rollouts never trained, mini-batches not epochs.
+    staged = valid["staged"]
+    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001"]
+
+    def stage_total(d):
+        d["stages"][0]["flops"]["update"] += 10**15
+        d["stages"][1]["flops"]["update"] -= 10**15
+    yield "stage-row-sum", mut(staged, stage_total), ["ST-002"]
+    yield "staged-grpo-not-last", mut(staged, setp(("grpo", "max_completion_tokens"), 2048)), ["ST-003"]
+
+    def all_trained(d):             # the discarded fifth charged to the update after all
+        d["rollouts"]["trained"] = d["rollouts"]["generated"]
+    yield "discarded-but-trained", mut(staged, all_trained), ["RO-001"]
+
+    def update_tokens(d):           # work and tokens agree: every generated token trained after all
+        d["totals"]["tokens"]["update"] = d["totals"]["work"]["count.update"] = \
+            round(d["totals"]["tokens"]["update"] / 0.8)
+    yield "update-beyond-kept", mut(staged, update_tokens), ["RO-002"]
+    yield "discarded-flops", mut(staged, setp(("rollouts", "discarded_rollout_flops"),
+                                             staged["totals"]["flops"]["rollout"] + 1)), ["RO-003"]
+    yield "minibatch-as-epochs", mut(staged, setp(("rollouts", "updates", "passes_per_token"), 4)), ["RO-004"]
+    yield "lag-mean-above-max", mut(staged, setp(("rollouts", "off_policy", "mean_lag"), 3)), ["RO-005"]
+    yield "rollouts-in-v1-1", mut(staged, setp(("schema_version",), "1.1")), ["SCHEMA-002"]
+
     # Ledger problems (the report is rebuilt over its own broken ledger).
     lines = base_ledger.splitlines(keepends=True)
     yield "dup-step", None, ["ARITH-005"], b"".join(lines[:5] + [lines[4]] + lines[5:])
@@ -341,6 +402,30 @@ def invalid_cases(valid: dict[str, dict]):
     first = json.loads(lines[0])
     same = b"".join(json.dumps({**first, "step": i + 1}).encode() + b"\n" for i in range(len(lines)))
     yield "identical-records", None, ["PROV-003"], same
+    near = lines[:1] + [json.dumps({**first, "step": i + 1}).encode() + b"\n" for i in range(1, len(lines))]
+    yield "identical-but-one", None, ["PROV-003"], b"".join(near)     # one record differs: still means
+    # Fabricated work (issue 29): every record's update work / 100, rollout work x 0.35, repriced.
+    yield "work-fabricated", None, ["WORK-003", "WORK-004"], _forged(sparse, lines, _fabricate)
+
+
+def _fabricate(work: dict) -> None:
+    for k in list(work):
+        if k.startswith("update."):
+            work[k] //= 100
+        elif k.startswith("rollout."):
+            work[k] = int(work[k] * 0.35)
+
+
+def _forged(doc: dict, lines: list, edit) -> bytes:
+    """The ledger lines with each record's work edited by `edit` and its FLOPs priced again
+    from the report's own specs, as a consistent forger would."""
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        edit(rec["work"])
+        rec["flops"] = _priced(rec["work"], _inputs(doc))
+        out.append(json.dumps(rec).encode() + b"\n")
+    return b"".join(out)
 
 
 def make_invalid(valid: dict[str, dict]) -> None:

@@ -32,7 +32,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import RaceError
 from ..record import schemas
-from ..yamlstrict import load as load_yaml, yaml
 
 #: Default relative width of an IsoFLOP band: cells of budget B land in [0.75 B, B].
 DEFAULT_BAND = 0.25
@@ -249,7 +248,10 @@ def _path(value: str, base, where: str, what: str) -> str:
 def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
     """The parsed YAML of a `kind` file ("grid", "study"); a missing file (with the shipped ones
     of tasks/<kind>s/ named) or bad YAML raises RaceError naming it."""
+    import yaml
+
     from ..paths import shipped
+    from ..yamlstrict import load     # no anchors, aliases or duplicate keys
 
     p = shipped(path)           # tasks/grids/X.yaml also names the shipped grid outside a checkout
     if not p.is_file():
@@ -259,10 +261,8 @@ def read_yaml(path: str | os.PathLike, kind: str) -> tuple[Path, Any]:
         shipped = sorted(str(x) for x in folder.glob("*.yaml")) if folder.is_dir() else []
         raise RaceError(f"{kind} file {path} does not exist",
                         (f"shipped {kind} files: " + ", ".join(shipped)) if shipped else None)
-    try:  # no anchors, aliases or duplicate keys
-        return p, load_yaml(p, f"{kind} {p}")
-    except UnicodeDecodeError:
-        raise RaceError(f"{kind} {p} is not UTF-8 text") from None
+    try:
+        return p, load(p, f"{kind} {p}")
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise RaceError(f"{kind} {p}: not valid YAML" + (f" at line {mark.line + 1}" if mark else ""),

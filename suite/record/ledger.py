@@ -592,6 +592,35 @@ class LedgerSummary:
     error: str | None = None  # the file could not be opened at all
     # With scan(series=True): every record's step and its flops dict, in file order (a chart).
     series: tuple[list[int], list[dict[str, int]]] | None = None
+    # Records that generated (tokens.rollout_completion > 0): how many, the step gaps between
+    # consecutive ones (up to 16 distinct), the last one's step and tokens (the work equations).
+    # ... and how often the most common of them (same tokens, same non-zero work) recurs (PROV-003).
+    generations: int = 0
+    first_gen_step: int | None = None
+    gen_gaps: set = field(default_factory=set)
+    last_gen_step: int | None = None
+    last_gen_tokens: dict | None = None
+    top_repeat: int = 0
+    _repeats: dict | None = None   # signature hash -> count, during the scan only
+
+    def _generating(self, steps: list[int], recs: list[dict]) -> None:
+        counts = self._repeats
+        if counts is None:
+            counts = self._repeats = {}
+        tok = itemgetter(*TOKEN_KEYS)
+        for step, r in zip(steps, recs):
+            t = r["tokens"]
+            if t["rollout_completion"]:
+                if self.last_gen_step is None:
+                    self.first_gen_step = step
+                elif len(self.gen_gaps) < 16:
+                    self.gen_gaps.add(step - self.last_gen_step)
+                self.last_gen_step, self.last_gen_tokens = step, t
+                self.generations += 1
+                sig = hash((tok(t), tuple(sorted(kv for kv in r["work"].items() if kv[1]))))
+                c = counts[sig] = counts.get(sig, 0) + 1
+                if c > self.top_repeat:
+                    self.top_repeat = c
 
     def _add(self, chunk: list[dict]) -> None:
         """Add a chunk of checked records to the sums, column-wise at C speed (zip + sum):
@@ -652,10 +681,12 @@ class LedgerSummary:
                 if s.first_step is None:
                     s.first_step, s.first_time = steps[0], recs[0]["time"]
                 s._add(recs)
+                s._generating(steps, recs)
         except OSError as e:
             s.error = f"cannot read ledger {s.path}: {e}"
             return s
         s.last_step = prev
+        s._repeats = None                  # a summary is kept per ledger in a site build: keep it small
         s.records = reader.records
         s.torn, s.problems, s.n_problems = reader.torn, reader.problems, reader.n_problems
         s.sha256, s.size = reader.sha256, reader.size

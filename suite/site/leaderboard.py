@@ -124,20 +124,41 @@ class Submitted:
     ledger: Path | None = None      #: where the ledger was stored, if one was found beside the report
 
 
-def _find_duplicate(folder: Path, sid: str, *also: str) -> str | None:
+def run_key(doc: Any) -> tuple[str, str] | None:
+    """What identifies one run across edits of its report: (run id, ledger sha256), or for an
+    estimate (no ledger) (run id, sha256 of its totals); None when the report lacks them."""
+    try:
+        rid = doc["run"]["id"]
+        led = doc.get("ledger")
+        digest = led["sha256"] if isinstance(led, dict) else hashlib.sha256(canonical_bytes(doc["totals"])).hexdigest()
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (rid, digest) if isinstance(rid, str) and isinstance(digest, str) else None
+
+
+def _find_duplicate(folder: Path, sid: str, *also: str, run: tuple[str, str] | None = None) -> str | None:
     """A file in `folder` whose content id is `sid` or one of `also` (other than `<sid>.json`),
-    if any: catches a report that arrived by pull request under another name, or verbatim
-    (its ledger path not yet rewritten)."""
+    or that reports the same run (`run`: run_key), if any: catches a report that arrived by pull
+    request under another name, verbatim (its ledger path not yet rewritten), or again with only
+    its notes or labels edited."""
     ids = {sid, *also}
     for p in sorted(folder.glob("*.json")):
         if p.name.startswith(".") or p.name == f"{sid}.json":
             continue
         try:
-            if submission_id(read_report(p, check=False).doc) in ids:
+            other = read_report(p, check=False).doc
+            if submission_id(other) in ids or (run is not None and run_key(other) == run):
                 return p.name
         except (RaceError, ValueError):
             continue
     return None
+
+
+def _content_id(path: Path) -> str | None:
+    try:
+        return submission_id(read_report(path, check=False).doc)
+    except (RaceError, ValueError):
+        return None
 
 
 def stored_ledger_name(doc: dict) -> str:
@@ -174,10 +195,14 @@ def submit(report: Path, folder: Path) -> Submitted:
         stored = read.with_ledger_path(stored_ledger_name(doc))
         data = (json.dumps(stored, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     sid = submission_id(stored)
-    other = _find_duplicate(folder, sid, submission_id(doc))
+    key = run_key(doc)
+    other = _find_duplicate(folder, sid, submission_id(doc), run=key)
     if other:
-        raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (same content, id {sid})",
-                                "a run is submitted once; change the report if this is a different run")
+        same = "same content" if other == f"{sid}.json" or _content_id(folder / other) in (sid, submission_id(doc)) \
+            else f"the same run: run id {key[0]!r}, ledger sha256 {key[1][:ID_HEX]}"
+        raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (submission {Path(other).stem}: {same}; id {sid})",
+                                "a run is submitted once; to correct a listed report, replace that submission "
+                                f"({other}) instead of adding another")
     # First: a listed report always has its ledger.
     ledger = _store_ledger(doc, report.parent, folder) if stored is not doc else None
     target = folder / f"{sid}.json"

@@ -56,7 +56,8 @@ def _inputs(doc: dict, adapter_type: str | None = None):
     settings = GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
                             num_iterations=g["num_iterations"], beta=g["beta"],
                             max_completion_tokens=g["max_completion_tokens"],
-                            gradient_checkpointing=g["gradient_checkpointing"])
+                            gradient_checkpointing=g["gradient_checkpointing"],
+                            **{k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation") if k in g})
     rm = doc["reward"]["model"]
     reward_model = ModelSpec.from_dict(rm["spec"]) if rm else None
     acc = doc["accounting"]
@@ -150,8 +151,14 @@ def phase_recompute(ctx) -> Iterable[Issue]:
 def rollout_floor(ctx) -> Iterable[Issue]:
     """Generating one token runs the whole network once: at least 2·N FLOPs with N the
     policy's non-embedding parameters (mixture of experts: the ones a token runs, top-k of the
-    routed experts). Less rollout compute than 2·N·(generated tokens) is impossible."""
+    routed experts). The floor follows the engine profile: each completion's first token comes
+    from the prefill's logits, and where the profile shares a prompt's prefill among its K
+    completions (vLLM prefix caching: trl-vllm, verl) one prefill serves K first tokens. So the
+    network runs at least T - n + prefills times for T generated tokens of n completions
+    (prefills = n, or n / K when shared; without `count.completions`, n = T). Less rollout
+    compute than 2·N per such position is impossible."""
     from ..errors import RaceError
+    from ..accounting import ENGINES
     from ..accounting.modelspec import ModelSpec
 
     n = ctx.doc["policy"]["params_non_embedding"]
@@ -160,11 +167,22 @@ def rollout_floor(ctx) -> Iterable[Issue]:
     except (RaceError, TypeError):
         pass  # PHYS-006 reports unreadable specs
     gen = ctx.doc["totals"]["tokens"]["rollout_completion"]
-    floor = 2 * n * gen
+    positions, how = gen, f"{gen:,} generated tokens"
+    acc, grpo = ctx.doc.get("accounting"), ctx.doc.get("grpo")
+    prof = ENGINES.get(acc.get("engine_profile")) if isinstance(acc, dict) and isinstance(acc.get("engine_profile"), str) \
+        else None
+    k = grpo.get("group_size") if isinstance(grpo, dict) else None
+    if prof is not None and not prof.prefill_per_completion and isinstance(k, int) and k >= 1:
+        comps = ctx.doc["totals"]["work"].get("count.completions")
+        comps = comps if isinstance(comps, int) and 0 <= comps <= gen else gen
+        positions = gen - comps + -(-comps // k)
+        how = (f"({gen:,} generated tokens - {comps:,} completions + {-(-comps // k):,} shared prefills) "
+               f"forward positions")
+    floor = 2 * n * positions
     got = ctx.doc["totals"]["flops"]["rollout"]
     if got < floor:
         yield Issue("$.totals.flops.rollout",
-                    f"rollout {got:,} FLOPs is below the floor 2·N·T = 2 × {n:,} × {gen:,} generated tokens = {floor:,}",
+                    f"rollout {got:,} FLOPs is below the floor 2·N·T = 2 × {n:,} × {how} = {floor:,}",
                     "count one full forward per generated token (decode) plus the prompt prefill")
 
 
@@ -320,9 +338,9 @@ def expected_trainable(spec, adapter: dict) -> int | None:
     try:
         a = Adapter(kind=adapter["type"], rank=adapter["rank"] or 0, alpha=adapter["alpha"] or 0.0,
                     **({"targets": tuple(adapter["targets"])} if adapter["targets"] else {}))
+        return a.trainable_params(spec)
     except (RaceError, TypeError, ValueError):
-        return None
-    return a.trainable_params(spec)
+        return None   # targets this model does not have: PHYS-001 names why its update cannot be priced
 
 
 # ---- the hardware cross-check ----------------------------------------------------------------

@@ -1,0 +1,637 @@
+"""Work equations: the closed system that ties a report's declared settings (K, prompts per
+step, steps, mu, beta, the completion cap, the engine profile) to its token counts and its work
+statistics, so that work cannot be fabricated while the FLOPs priced from it (PHYS-001) still
+agree with themselves.
+
+Measured and imported reports (one rule per relation, WORK-001..006), with
+n = count.completions, P = count.rollout_prompt, C = count.rollout_completion,
+U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N generations:
+
+- WORK-001  n = N x G with G the generations the declared steps imply;
+- WORK-002  n <= C <= n x max_completion_tokens (the cap holds every completion);
+- WORK-003  rollout work against P, C and n (prefill and decode positions, logits, pairs);
+- WORK-004  update work against U = passes x trained tokens (L = P + C, or K x P + C when the
+            profile shares a prompt's prefill among its K completions);
+- WORK-005  old-policy and reference passes present iff mu and beta say so, each one pass;
+- WORK-006  reward-model work against the reward model and the tokens it scored.
+
+Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key.
+Staged runs, discarded completions and multi-turn rollouts (the `stages` and `rollouts`
+sections, count.* keys beyond suite.accounting's) are left to the rules of those sections.
+Every ledger-backed report (WORK-008): the engine profile is one of the engine's own.
+
+Tolerances: a measured ledger's work is built from integer lengths, so every equation is
+exact. An imported ledger prices per-step *means* and rounds each statistic once per generation
+batch: an equation allows half a unit per statistic it reads (times its coefficient) per batch.
+Bounds (attention pairs between the equal-length minimum and the one-long-sequence maximum)
+hold for any lengths and are never widened.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterable
+
+from .registry import Issue, rule
+
+_REQ = ("grpo", "accounting", "totals")
+BASE = ("tokens", "attn_causal", "attn_full", "lm_head")
+HINT = "rebuild the ledger and report from the run (race report LEDGER --spec SPEC); work is not edited by hand"
+
+
+def _method(doc) -> str | None:
+    prov = doc.get("provenance")
+    return prov.get("method") if isinstance(prov, dict) else None
+
+
+def settings_of(doc):
+    """suite.accounting.GRPOSettings of a report's grpo section; optional schedule fields
+    (gradient_accumulation_steps, steps_per_generation, pad_to_multiple_of) default as TRL's."""
+    from ..accounting import GRPOSettings
+
+    g = doc["grpo"]
+    opt = {k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation", "pad_to_multiple_of")
+           if isinstance(g.get(k), int) and not isinstance(g.get(k), bool)}
+    return GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
+                        num_iterations=g["num_iterations"], beta=g["beta"],
+                        max_completion_tokens=g["max_completion_tokens"],
+                        gradient_checkpointing=g["gradient_checkpointing"], **opt)
+
+
+class System:
+    """The quantities every equation reads, from one report (None when it cannot apply) and,
+    where it can be read, the ledger's layout (LedgerSummary: which records generated)."""
+
+    def __init__(self, doc, led=None):
+        from ..accounting import ENGINES
+
+        self.doc = doc
+        self.method = _method(doc)
+        t = doc["totals"]
+        self.w = t["work"]
+        self.steps = t["steps"]
+        prof = doc["accounting"]["engine_profile"]
+        self.prof = ENGINES[prof] if prof in ENGINES else None
+        try:
+            self.s = settings_of(doc)
+        except Exception:       # noqa: BLE001 -- the schema reports the setting; nothing to equate
+            self.s = None
+        g = doc["grpo"]
+        self.K, self.B, self.mu, self.cap = g["group_size"], g["prompts_per_step"], g["num_iterations"], \
+            g["max_completion_tokens"]
+        self.N = self.K * self.B
+        get = self.w.get
+        self.n, self.P, self.C = get("count.completions"), get("count.rollout_prompt", 0), \
+            get("count.rollout_completion", 0)
+        self.U, self.R = get("count.update", 0), get("count.reward", 0)
+        self.G = self.n // self.N if self.n is not None and self.N else 0
+        prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+        self.declared = prov.get("steps") if isinstance(prov.get("steps"), int) else self.steps
+        spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
+        self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else 1)
+        from ..accounting import COUNT_KEYS
+
+        # Staged runs (per-stage settings), discarded completions and multi-turn environment
+        # tokens have rules of their own (the field-runs sections): these equations assume one
+        # setting and every generated token trained, so they step aside.
+        self.extended = any(k in doc for k in ("stages", "rollouts")) or \
+            any(k.startswith("count.") and k not in COUNT_KEYS for k in self.w)
+        self.led = None
+        if led is not None and self.method in (None, "measured") and led.records and not led.n_step_problems \
+                and not self.scheduled and led.records == self.steps:
+            self.led = led
+
+    @property
+    def ok(self) -> bool:
+        """The equations apply: a ledger-backed report (not an estimate) with a known profile,
+        valid settings and the completion count."""
+        return self.method != "estimated" and self.prof is not None and self.s is not None and self.n is not None \
+            and not self.extended
+
+    @property
+    def layout(self) -> str | None:
+        """How a measured ledger's records map to generation batches: "per-generation" (every
+        record generated, with its batch's mu passes), "per-step" (TRL: one record per optimizer
+        step, the batch reused for mu of them), None when the ledger is not at hand."""
+        if self.led is None:
+            return None
+        return "per-generation" if self.led.generations == self.led.records else "per-step"
+
+    @property
+    def padded(self) -> bool:
+        """Training rows are padded: the profile pads and the lengths were real (imported means
+        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it)."""
+        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+
+    @property
+    def rollout_padded(self) -> bool:
+        """Generation rows are padded (as `padded`, for the rollout)."""
+        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+
+    @property
+    def whole(self) -> bool:
+        """Padded rows come in whole generation batches of N (integer lengths, WORK-001 holds)."""
+        return self.method != "imported" and bool(self.N) and self.n % self.N == 0
+
+    @property
+    def shared(self) -> bool:
+        """One prefill per prompt, shared by its K completions (prefix caching)."""
+        return not self.prof.prefill_per_completion
+
+    @property
+    def groups(self) -> int:
+        """Prefills run: one per prompt (shared) or one per completion."""
+        return self.n // self.K if self.shared else self.n
+
+    def seq_tokens(self, prompt: int, completion: int) -> int:
+        """Tokens of the generated sequences (prompt + completion of each) from the counts."""
+        return (self.K * prompt if self.shared else prompt) + completion
+
+    @property
+    def L(self) -> int:
+        """Tokens of all generated sequences, once."""
+        return self.seq_tokens(self.P, self.C)
+
+    @property
+    def regular(self) -> bool:
+        """Per-step layout: every batch but the last served mu steps (no resume in between)."""
+        return self.led.gen_gaps <= {self.mu}
+
+    @property
+    def last_uses(self) -> int:
+        """Per-step layout: training passes over the last batch (mu, or fewer when the run
+        stopped inside its cycle)."""
+        return self.led.last_step - self.led.last_gen_step + 1
+
+    def update_tokens(self):
+        """What count.update must be: ("eq", value) or ("range", low, high)."""
+        mu, L = self.mu, self.L
+        if self.layout == "per-step" and not self.regular:
+            return "range", L, mu * L       # a resumed run: one batch served fewer steps
+        if self.layout == "per-step":
+            t = self.led.last_gen_tokens
+            last = self.seq_tokens(t["rollout_prompt"], t["rollout_completion"])
+            return "eq", mu * L - (mu - self.last_uses) * last
+        if self.layout == "per-generation" and self.led.records == 1 and mu > 1:
+            return "range", L, mu * L       # one record: its batch's mu passes, or TRL's first step of mu
+        if self.layout == "per-generation" or self.method == "imported" or mu == 1:
+            return "eq", mu * L
+        if self.G == self.steps or self.G * mu == self.steps:
+            return "eq", mu * L
+        return "range", L, mu * L
+
+    @property
+    def complete(self) -> bool:
+        """Every generation batch was trained on mu times: one record per generation (each with
+        its mu passes), or TRL's one record per optimizer step over whole mu-step cycles. A
+        run stopped inside a cycle trained its last batch fewer times."""
+        if self.method == "imported" or self.mu == 1:
+            return True
+        if self.layout == "per-generation":
+            return self.led.records > 1
+        if self.layout == "per-step":
+            return self.regular and self.last_uses == self.mu
+        return self.G == self.steps or self.G * self.mu == self.steps
+
+    def slack(self, coef: int | float = 2) -> int:
+        """Absolute tolerance of an equation: 0 for integer lengths (measured). Imported work
+        prices per-step means and rounds each statistic once per generation batch: half a unit
+        per statistic per batch, times the equation's coefficients (`coef`, their absolute
+        sum)."""
+        if self.method != "imported":
+            return 0
+        return int(-(-Fraction(coef * max(self.G, 1)) // 2)) + 1
+
+
+def _tri(x) -> Fraction:
+    x = Fraction(x)
+    return x * (x + 1) / 2
+
+
+def pair_bounds(rows: int, tokens: int) -> tuple[Fraction, int]:
+    """Causal (query, key) pairs of `rows` sequences of at least one token holding `tokens` in
+    all: at least rows x tri(tokens / rows) (all equally long: tri is convex), at most
+    tri(tokens - rows + 1) + rows - 1 (one long sequence, the others of one token)."""
+    if rows <= 0:
+        return Fraction(0), 0
+    return rows * _tri(Fraction(tokens, rows)), int(_tri(max(tokens - rows + 1, 0))) + rows - 1
+
+
+def _fmt(x) -> str:
+    return f"{int(x):,}" if Fraction(x).denominator == 1 else f"{float(x):,.1f}"
+
+
+def _eq(path: str, got: int, want, what: str, slack: int, hint: str = HINT):
+    if abs(Fraction(got) - Fraction(want)) > slack:
+        tol = "exactly" if not slack else f"within {slack:,}"
+        return Issue(path, f"{what}: {got:,} but {_fmt(want)} is implied ({tol})", hint)
+    return None
+
+
+def _ge(path: str, got: int, low, what: str, slack: int = 0, hint: str = HINT):
+    if Fraction(got) < Fraction(low) - slack:
+        return Issue(path, f"{what}: {got:,} is below {_fmt(low)}, the least that is possible", hint)
+    return None
+
+
+def _le(path: str, got: int, high, what: str, slack: int = 0, hint: str = HINT):
+    if Fraction(got) > Fraction(high) + slack:
+        return Issue(path, f"{what}: {got:,} is above {_fmt(high)}, the most that is possible", hint)
+    return None
+
+
+def _wp(key: str) -> str:
+    return f'$.totals.work["{key}"]'
+
+
+def _led(ctx):
+    """The report's ledger summary when it is at hand and readable (None otherwise)."""
+    if ctx.base_dir is None or not ctx.section_ok("ledger") or ctx.ledger_escapes:
+        return None
+    s = ctx.ledger
+    return s if s is not None and s.error is None else None
+
+
+def _system(ctx, any_method: bool = False) -> System | None:
+    sy = ctx.__dict__.get("_work_system")
+    if sy is None:
+        sy = ctx.__dict__["_work_system"] = System(ctx.doc, _led(ctx))
+    return sy if sy.ok or (any_method and sy.prof is not None) else None
+
+
+def _generations_allowed(sy: System) -> set[int]:
+    """Generation batches the declared steps imply, under the layouts a ledger may have."""
+    d = sy.declared if sy.method == "imported" else sy.steps
+    allowed = {d, -(-d // sy.mu)}
+    g = sy.doc["grpo"]
+    spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
+    if isinstance(spg, int) and spg != (gas if isinstance(gas, int) else spg):
+        # TRL: one generation per spg x mu / gas optimizer steps (h32 schedules)
+        gas = gas if isinstance(gas, int) else 1
+        per = Fraction(spg * sy.mu, gas)
+        allowed.add(int(-(-Fraction(d) // per)))
+        allowed.add(int(Fraction(d) / per) if per else d)
+    return allowed
+
+
+@rule("WORK-001", title="completions disagree with K x prompts per step x steps", requires=_REQ)
+def sequences(ctx) -> Iterable[Issue]:
+    """Every generation batch holds K x prompts_per_step completions, so `count.completions` =
+    K x prompts_per_step x G, with G the generation batches the run made. With the ledger at
+    hand, G is the number of records that generated, and their layout must be one an engine
+    writes: every record generating (each with its batch's mu updates), or TRL's one record per
+    optimizer step, generating on the first and then every mu steps (the last cycle may be
+    cut short; a resumed run regenerates early once, so a gap below mu is allowed beside gaps
+    of mu, never one above). Without it, G must be what the declared steps imply: one per step, or one per
+    mu steps (with `grpo.steps_per_generation`, one per steps_per_generation x mu /
+    gradient_accumulation_steps). Imported logs count the declared `provenance.steps`. Exact.
+    A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
+    divides its own completions or its ledger's rhythm."""
+    sy = _system(ctx, any_method=True)
+    if sy is None or sy.method == "estimated" or sy.extended:
+        return
+    w = sy.w
+    if sy.n is None:
+        if w.get("rollout.tokens", 0) or w.get("update.train.tokens", 0):
+            yield Issue(_wp("count.completions"), "totals.work has no count.completions: its work cannot be tied "
+                        "to the completions the run generated", "build the work with suite.accounting "
+                        "(work_from_lengths), which counts them")
+        return
+    if sy.steps == 0 or sy.s is None:
+        return  # PROV-001; SCHEMA
+    hint = "declare the group size, prompts per step and num_iterations the run used"
+    if sy.n % sy.N:
+        yield Issue(_wp("count.completions"), f"{sy.n:,} completions is not a whole number of generation batches "
+                    f"of K x prompts_per_step = {sy.K} x {sy.B} = {sy.N}", hint)
+        return
+    led, mu = sy.led, sy.mu
+    if sy.layout is not None:
+        if sy.G != led.generations:
+            yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
+                        f"but {led.generations:,} ledger records generated", hint)
+        if sy.layout == "per-step":
+            gaps = sorted(led.gen_gaps)
+            # A batch serves at most mu steps; a resumed run regenerates early once (a gap < mu),
+            # so mu itself must still be among the gaps.
+            if led.first_gen_step != led.first_step or sy.last_uses > mu or any(g > mu for g in gaps) \
+                    or (gaps and mu not in gaps):
+                yield Issue("$.grpo.num_iterations", f"the ledger's records generate at steps {led.first_gen_step:,}, "
+                            f"every {', '.join(map(str, gaps)) or '-'} steps, the last {sy.last_uses} steps before its "
+                            f"end; with mu = {mu}, TRL generates on the first step and then every {mu} steps", hint)
+        return
+    allowed = _generations_allowed(sy)
+    if sy.G not in allowed:
+        yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
+                    f"but {sy.steps:,} steps with mu = {mu} imply {' or '.join(f'{a:,}' for a in sorted(allowed))}",
+                    hint)
+
+
+@rule("WORK-002", title="completion tokens outside [1, max_completion_tokens] per completion", requires=_REQ)
+def completion_cap(ctx) -> Iterable[Issue]:
+    """Each completion has at least one token and at most `grpo.max_completion_tokens`, and each
+    prompt at least one: n <= C <= n x cap and P >= one token per prefill. A cap lowered below
+    the lengths the ledger records (2048 -> 100 with a mean of 771) is refused; so is a padded
+    rollout whose logits (n x the longest completion) exceed n x cap. Exact."""
+    sy = _system(ctx)
+    if sy is None:
+        return
+    for i in (_ge(_wp("count.rollout_completion"), sy.C, sy.n, "completion tokens (one per completion at least)"),
+              _le(_wp("count.rollout_completion"), sy.C, sy.n * sy.cap,
+                  f"completion tokens of {sy.n:,} completions capped at max_completion_tokens = {sy.cap:,}",
+                  hint="declare the max_completion_tokens the run used"),
+              _ge(_wp("count.rollout_prompt"), sy.P, sy.groups, "prompt tokens (one per prefill at least)"),
+              _le(_wp("rollout.lm_head"), sy.w.get("rollout.lm_head", 0), sy.n * sy.cap,
+                  f"rollout logits of {sy.n:,} completions capped at {sy.cap:,} tokens",
+                  hint="declare the max_completion_tokens the run used")):
+        if i:
+            yield i
+
+
+@rule("WORK-003", title="rollout work disagrees with the prompt and completion tokens", requires=_REQ)
+def rollout_work(ctx) -> Iterable[Issue]:
+    """Generation runs prefill over the prompt tokens (once per prompt where the profile shares
+    it among the K completions) and one decode step per generated token but the first:
+    unpadded, `rollout.tokens` = P + C - n and `rollout.lm_head` = C exactly; padded (HF
+    generate: every row runs to the longest prompt and completion) at least that, in whole rows
+    (a multiple of K x prompts_per_step). Attention pairs lie between all-equal and one-long
+    sequences over those positions (pair_bounds), `attn_full` >= `attn_causal`; latent and
+    linear models' decode tokens are C - n. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
+    sy = _system(ctx)
+    if sy is None:
+        return
+    w, n, P, C = sy.w, sy.n, sy.P, sy.C
+    tok, lm = w.get("rollout.tokens", 0), w.get("rollout.lm_head", 0)
+    pos = P + C - n
+    sl = sy.slack(3)
+    out = []
+    padded = sy.rollout_padded
+    if not padded:
+        out += [_eq(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n)", sl),
+                _eq(_wp("rollout.lm_head"), lm, C, "rollout logits (one per generated token)", sl)]
+        if "rollout.decode_tokens" in w:
+            out.append(_eq(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps (C - n)", sl))
+        if "rollout.prefill_tokens" in w:
+            out.append(_eq(_wp("rollout.prefill_tokens"), w["rollout.prefill_tokens"], P, "prefill tokens (P)", sl))
+    else:
+        out += [_ge(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n, padded)", sl),
+                _ge(_wp("rollout.lm_head"), lm, C, "rollout logits (n x the longest completion)", sl)]
+        if sy.whole:
+            for key, v in (("rollout.tokens", tok), ("rollout.lm_head", lm)):
+                if sy.N and v % sy.N:
+                    out.append(Issue(_wp(key), f"padded rollout {key.split('.')[1]} {v:,} is not a whole number of "
+                                     f"rows of {sy.N} (K x prompts_per_step)", HINT))
+        if "rollout.decode_tokens" in w:
+            out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
+    causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
+    psl = sy.slack(3 + Fraction(sy.K * P + C, max(n, 1)))   # a bound moves by ~the mean length per token rounded
+    if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
+        lo, hi = pair_bounds(n, tok)
+    else:               # prefill pairs per prompt + decode pairs (c - 1) p + tri(c - 1) per completion
+        g = sy.groups
+        lo = pair_bounds(g, P)[0] + (n * _tri(Fraction(C - n, n)) + (C - n) if n else 0)
+        hi = pair_bounds(n, sy.K * P + C - n)[1]
+    out += [_ge(_wp("rollout.attn_causal"), causal, lo, "rollout causal attention pairs", psl),
+            _le(_wp("rollout.attn_causal"), causal, hi, "rollout causal attention pairs", psl),
+            _ge(_wp("rollout.attn_full"), full, causal, "rollout full-square pairs (at least the causal ones)", psl)]
+    for key in w:
+        if key.startswith("rollout.attn_") and ".w" in key:
+            base = key.rsplit(".", 1)[0]
+            out.append(_le(_wp(key), w[key], w.get(base, 0), f"{key} (a window sees at most every key)", psl))
+    yield from (i for i in out if i)
+
+
+def _passes(sy: System) -> tuple[bool, bool]:
+    return sy.prof.old_policy_pass(sy.s), sy.prof.reference_pass(sy.s)
+
+
+@rule("WORK-004", title="update work disagrees with the trained tokens x passes", requires=_REQ)
+def update_work(ctx) -> Iterable[Issue]:
+    """Every training pass runs over each generated sequence, prompt and completion:
+    `count.update` U = mu x L with L = P + C (K x P + C where the prompt prefill is shared),
+    exactly when every batch was trained mu times (one record per generation, or whole mu-step
+    cycles); a run stopped inside a cycle lies between L and mu x L. Unpadded training:
+    `update.train.tokens` = U; padded: at least U, in whole rows. Logits: mu x C (completion
+    positions) or every position but the last of each row. Pairs: `attn_full` = 2 x
+    `attn_causal` - tokens (each row is a full square), causal pairs within pair_bounds.
+    Dividing a ledger's update work by 100 (726 update tokens a step against 31,956) is
+    refused here. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
+    sy = _system(ctx)
+    if sy is None or sy.n == 0:
+        return
+    w, mu, L, U = sy.w, sy.mu, sy.L, sy.U
+    sl = sy.slack(mu * (sy.K + 1) + 2)   # L reads P with coefficient K where the prefill is shared
+    out = []
+    kind, *want = sy.update_tokens()
+    if kind == "eq":
+        cut = "" if want[0] == mu * L else f", the last batch trained {sy.last_uses} times"
+        out.append(_eq(_wp("count.update"), U, want[0], f"update tokens (mu = {mu} passes x {L:,} sequence tokens{cut})", sl))
+    else:
+        out += [_ge(_wp("count.update"), U, want[0], "update tokens (each batch trained once at least)", sl),
+                _le(_wp("count.update"), U, want[1], f"update tokens (each batch trained at most mu = {mu} times)", sl)]
+    tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
+    uses = Fraction(U, L) if L else Fraction(mu)          # passes per batch, on average
+    rows = uses * sy.n
+    sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
+    if not sy.padded:
+        out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)", sl))
+        want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else U - rows
+    else:
+        out.append(_ge(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, padded)", sl))
+        if sy.whole and tok % sy.N:
+            out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
+                             f"of rows of {sy.N}", HINT))
+        want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else tok - rows
+    if sy.complete:
+        out.append(_eq(_wp("update.train.lm_head"), lm, want_lm, "training logits", sl))
+    elif sy.prof.lm_head_train == "completion":
+        out += [_ge(_wp("update.train.lm_head"), lm, sy.C, "training logits", sl),
+                _le(_wp("update.train.lm_head"), lm, mu * sy.C, "training logits", sl)]
+    else:
+        out += [_ge(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - mu * sy.n, "training logits", sl),
+                _le(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - sy.n, "training logits", sl)]
+    out += _pair_checks(sy, "update.train", int(rows) if rows.denominator == 1 else None)
+    yield from (i for i in out if i)
+
+
+def _pair_checks(sy: System, name: str, rows: int | None) -> list:
+    """A full-sequence pass: full = 2 causal - tokens (exact per row), causal pairs in bounds."""
+    w = sy.w
+    tok, causal, full = w.get(f"{name}.tokens", 0), w.get(f"{name}.attn_causal", 0), w.get(f"{name}.attn_full", 0)
+    psl = sy.slack(4)
+    out = [_eq(_wp(f"{name}.attn_full"), full, 2 * causal - tok, f"{name} full-square pairs (2 x causal - tokens)", psl)]
+    if rows:
+        lo, hi = pair_bounds(rows, tok)
+        psl = sy.slack(3 + Fraction(tok, rows))     # a bound moves by ~the row length per token rounded
+        out += [_ge(_wp(f"{name}.attn_causal"), causal, lo, f"{name} causal attention pairs", psl),
+                _le(_wp(f"{name}.attn_causal"), causal, hi, f"{name} causal attention pairs", psl)]
+    return out
+
+
+@rule("WORK-005", title="old-policy or reference pass disagrees with mu and beta", requires=_REQ)
+def logprob_passes(ctx) -> Iterable[Issue]:
+    """The old-policy log-prob forward runs once per generation exactly when the engine profile
+    says so for the declared settings (mu > 1 in most; verl always), the reference forward
+    exactly when beta != 0: `update.old.*` and `update.ref.*` are present iff their setting
+    says so. When they run, each is one pass over the batch the training passes ran over:
+    every statistic equals the other's, and the training pass's is mu times it (between 1 and
+    mu times for a run stopped inside a cycle). A beta raised to 0.04 or a mu raised to 4
+    without their passes is refused. Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
+    sy = _system(ctx)
+    if sy is None or sy.n == 0:
+        return
+    w, mu = sy.w, sy.mu
+    old, ref = _passes(sy)
+    g = ctx.doc["grpo"]
+    for name, runs, why in (("update.old", old, f"num_iterations mu = {mu} under profile {sy.prof.name!r}"),
+                            ("update.ref", ref, f"beta = {g['beta']}")):
+        has = w.get(f"{name}.tokens", 0) > 0
+        if has != runs:
+            yield Issue(_wp(f"{name}.tokens"),
+                        f"the {'old-policy' if name == 'update.old' else 'reference'} forward "
+                        f"{'is missing' if runs else 'is charged'}, but {why} says it {'runs' if runs else 'does not run'}",
+                        "declare the num_iterations and beta the run used, and rebuild its work")
+    passes = [p for p, r in (("update.old", old), ("update.ref", ref)) if r and w.get(f"{p}.tokens", 0) > 0]
+    sl = sy.slack(mu + 1)
+    stats = sorted({k.split(".", 2)[2] for k in w if k.startswith(passes[0] + ".")}) if passes else []
+    for s in stats:
+        if s == "calls":
+            continue  # forward calls per pass follow micro-batches, not rows
+        one = w.get(f"{passes[0]}.{s}", 0)
+        psl = sl
+        for other in passes[1:]:
+            if s in ("lm_head", "tokens", "attn_causal", "attn_full") or f"{other}.{s}" in w:
+                i = _eq(_wp(f"{other}.{s}"), w.get(f"{other}.{s}", 0), one, f"{other}.{s} (one pass, as {passes[0]})", psl)
+                if i:
+                    yield i
+        train = w.get(f"update.train.{s}", 0)
+        if sy.complete:
+            i = _eq(_wp(f"update.train.{s}"), train, mu * one, f"update.train.{s} (mu = {mu} x one pass)", psl)
+        else:
+            i = _ge(_wp(f"update.train.{s}"), train, one, f"update.train.{s}", psl) or \
+                _le(_wp(f"update.train.{s}"), train, mu * one, f"update.train.{s}", psl)
+        if i:
+            yield i
+    for p in passes:
+        for i in _pair_checks(sy, p, sy.n):
+            if i:
+                yield i
+
+
+@rule("WORK-006", title="reward-model work disagrees with the reward model", requires=_REQ + ("reward",))
+def reward_work(ctx) -> Iterable[Issue]:
+    """A reward model scores sequences when the report names one: `reward.tokens` > 0 iff
+    `reward.model` is set (and completions were generated). Its forward runs over at least the
+    tokens it scored (`count.reward`: exactly those where the profile does not pad, at least
+    those where TRL pads a model reward's batch), its causal pairs lie within pair_bounds, its score head projects every
+    position (`reward.heads` = `reward.tokens`), each sequence is a full square
+    (`attn_full` = 2 x `attn_causal` - tokens), and it scores at most twice each sequence's prompt
+    and completion (`reward_tokens_bound`: its own tokenizer may spell the text longer).
+    Imported: within half a unit per statistic and
+    generation batch (the rounding of per-step means)."""
+    sy = _system(ctx)
+    if sy is None or sy.n == 0:
+        return
+    w = sy.w
+    model = ctx.doc["reward"].get("model")
+    rt = w.get("reward.tokens", 0)
+    if bool(model) != (rt > 0):
+        yield Issue(_wp("reward.tokens"), f"reward-model tokens {rt:,} but the report {'names' if model else 'has no'} "
+                    "reward model", "declare the reward model the run used, and rebuild its work")
+        return
+    if not model:
+        return
+    sl = sy.slack(2 * (sy.K + 1) + 1)
+    seq = sy.L if sy.L else 0
+    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", sl)
+           if not sy.padded else
+           _ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl))
+    causal = w.get("reward.attn_causal", 0)
+    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
+              _le(_wp("count.reward"), sy.R, 2 * seq, "tokens scored (at most twice each prompt + completion)", sl),
+              _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs",
+                  sy.slack(3 + Fraction(rt, max(sy.n, 1)))),
+              _le(_wp("reward.attn_causal"), causal, _tri(rt), "reward-model causal pairs", sy.slack(4)),
+              *_pair_checks(sy, "reward", None)):
+        if i:
+            yield i
+
+
+@rule("WORK-007", title="an estimate's totals are not its setup priced", requires=_REQ + ("policy", "adapter", "reward"))
+def estimate_work(ctx) -> Iterable[Issue]:
+    """An estimate is every declared step priced as a step of its mean lengths:
+    `totals.work` = `provenance.steps` x work_from_means(means, settings, profile) key by key,
+    exactly (what `race report --estimate` writes), and the mean completion fits
+    `max_completion_tokens`. Editing steps (100 -> 200), the means, prompts per step, K, the cap,
+    beta or mu without pricing them again is refused; priced again, the edited setup is the one
+    the report claims, and its FLOPs follow (PHYS-001)."""
+    if _method(ctx.doc) != "estimated" or "stages" in ctx.doc or "rollouts" in ctx.doc:
+        return  # a staged or filtered estimate is priced per stage (the field-runs rules)
+    from ..accounting import work_from_means
+    from ..accounting.modelspec import ModelSpec
+    from ..errors import RaceError
+
+    doc = ctx.doc
+    prov = doc.get("provenance") or {}
+    means, steps = prov.get("means"), prov.get("steps")
+    if not isinstance(means, dict) or not isinstance(steps, int):
+        return  # SCHEMA: an estimate needs both
+    try:
+        policy = ModelSpec.from_dict(doc["policy"]["spec"])
+        rm = doc["reward"]["model"]
+        rspec = ModelSpec.from_dict(rm["spec"]) if rm else None
+        rtok = means.get("reward_tokens") if rspec is not None else None
+        if rspec is not None and rtok is None:
+            rtok = means["prompt_tokens"] + means["completion_tokens"]
+        one = work_from_means(means["prompt_tokens"], means["completion_tokens"], settings_of(doc),
+                              doc["accounting"]["engine_profile"], rtok, policy=policy, reward_model=rspec)
+    except RaceError as e:
+        yield Issue("$.provenance.means", f"the estimate's setup cannot be priced: {e.message}",
+                    e.hint or "mean lengths must fit the declared settings (max_completion_tokens)")
+        return
+    except (KeyError, TypeError, ValueError):
+        return  # PHYS-006 / SCHEMA report unreadable specs
+    want = {k: v * steps for k, v in one.items()}
+    work = doc["totals"]["work"]
+    bad = [k for k in sorted(set(want) | set(work)) if want.get(k, 0) != work.get(k, 0)]
+    if bad:
+        k = bad[0]
+        more = f" (and {len(bad) - 1} more statistics)" if len(bad) > 1 else ""
+        yield Issue(_wp(k), f"work {k} is {work.get(k, 0):,} but {steps:,} steps x work_from_means(prompt "
+                    f"{means['prompt_tokens']:g}, completion {means['completion_tokens']:g}) under the declared settings "
+                    f"give {want.get(k, 0):,}{more}",
+                    "price the estimate again from its setup: race report --estimate SPEC")
+
+
+def own_profiles(engine: str) -> set[str]:
+    """The registered engine profiles that model `engine` (named after it: trl, trl-cpu,
+    trl-vllm for trl; verl for verl); empty for an engine without profiles of its own."""
+    from ..accounting import ENGINES
+
+    return {p for p in ENGINES if p == engine or p.startswith(engine + "-")}
+
+
+@rule("WORK-008", title="engine profile is not one of the engine's own", requires=("run", "accounting"))
+def engine_profile(ctx) -> Iterable[Issue]:
+    """A measured or imported ledger was priced under the profile of the engine that ran it (the
+    suite's callback and importers pick it): an engine with profiles of its own (trl: trl,
+    trl-cpu, trl-vllm; verl: verl) must declare one of them, and a profile named for an engine
+    (trl-vllm) is declared by that engine only, in every report. The generic profile (useful
+    work only) suits engines without a profile and any estimate; declared on a TRL ledger it
+    drops the padding, head recompute and passes TRL really runs."""
+    estimate = _method(ctx.doc) == "estimated"
+    engine = ctx.doc["run"]["engine"]["name"]
+    prof = ctx.doc["accounting"]["engine_profile"]
+    from ..accounting import ENGINES
+
+    if prof not in ENGINES:
+        return  # PHYS-001 names the unknown profile
+    own = own_profiles(engine)
+    family = prof.split("-")[0]
+    foreign = prof != "generic" and family != engine and prof in own_profiles(family)
+    if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
+        yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
+                    f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
+                    "price the run under the profile of the engine that ran it (race report picks it)")
