@@ -43,7 +43,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for k, _ in pairs:
             if k in seen:
-                raise JSONInputError("duplicate-key", f"duplicate key {k!r} in one object",
+                raise JSONInputError("duplicate-key", f"duplicate key {k[:80]!r} in one object",
                                      "keep one value per key: readers disagree which duplicate wins")
             seen.add(k)
     return d

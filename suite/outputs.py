@@ -73,6 +73,9 @@ def output_file(path: str | os.PathLike, *, inputs: Iterable[str | os.PathLike] 
     if st is not None and not stat.S_ISREG(st.st_mode) and not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
         raise RaceError(f"{what} {p} is {_kind(st.st_mode)}, not a file: it would be replaced",
                         "give the name of a (new or existing) regular file")
+    if (st is None or stat.S_ISREG(st.st_mode)) and any(_under(os.path.realpath(p), t) for t in PSEUDO):
+        raise RaceError(f"{what} {p} is in {next(t for t in PSEUDO if _under(os.path.realpath(p), t))}: "
+                        "the suite writes no files there", "give the name of a file in a folder of your own")
     for i in inputs:
         if i not in (None, "-") and _same(p, Path(i)):
             raise RaceError(f"{what} {p} is also an input of this command: it would overwrite it",

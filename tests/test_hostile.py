@@ -76,6 +76,8 @@ def hostile(tmp_path_factory) -> Path:
         rec["data"] = {k: (1e300 if "mfu" in k else v) for k, v in rec["data"].items()}
         lines.append(json.dumps(rec))
     (d / "verl_mfu.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "self").mkdir()
+    shutil.copy(d / "verl_mfu.jsonl", d / "self" / "ledger.jsonl")        # a log named as the import's output
     for name, text in {"digits": json.dumps(CONFIG).replace('"vocab_size": 1000', '"vocab_size": ' + "9" * 5000),
                        "deep": "[" * 100_000 + "]" * 100_000}.items():
         (d / f"cfg_{name}").mkdir()
@@ -120,6 +122,10 @@ CASES = [
     ("estimate .nan", ["report", "--estimate", "e_nan.yaml"], "prompt_tokens = nan", None),
     ("estimate .inf", ["report", "--estimate", "e_inf.yaml"], "steps must be an integer", None),
     ("estimate -o its input", ["report", "--estimate", "paper.yaml", "-o", "paper.yaml"], "also an input", None),
+    ("import --out over its log", ["import", "verl", "self/ledger.jsonl", "--cell", "verl.yaml", "--out", "self",
+                                   "--force"], "also an input", None),
+    ("import --out /etc", ["import", "verl", "verl_mfu.jsonl", "--cell", "verl.yaml", "--out", "/etc"],
+     "system folder", None),
     ("import trl 5000 digits", ["import", "trl", "trl_digits.json", "--cell", "trl.yaml", "--out", "i1"],
      "trl_digits.json", None),
     ("import trl deep", ["import", "trl", "trl_deep.json", "--cell", "trl.yaml", "--out", "i2"], "trl_deep.json", None),
@@ -132,6 +138,7 @@ CASES = [
     ("flops --group-size 10^12", ["flops", "--model", "Qwen2.5-1.5B-Instruct", "--group-size", str(10 ** 12)],
      "group_size", None),
     ("schema --out DIR", ["schema", "report", "--out", "subs"], "is a folder", None),
+    ("schema --out a new file in /dev", ["schema", "report", "--out", "/dev/race-hostile-test"], "in /dev", None),
 ]
 
 
@@ -161,6 +168,7 @@ def test_no_traceback_one_line_exit_2(hostile, monkeypatch, capsys):
     print(f"{len(CASES)} hostile command lines: {len(CASES) - len(failures)} ended in one line and exit 2")
     assert not failures, "\n".join(failures)
     assert ((hostile / "r.json").read_bytes(), (hostile / "paper.yaml").read_bytes()) == before
+    assert (hostile / "self" / "ledger.jsonl").read_bytes() == (hostile / "verl_mfu.jsonl").read_bytes()
     assert not any(p.name.startswith(".ro-site") or p.name.startswith(".full-site") for p in hostile.iterdir())
 
 

@@ -117,7 +117,7 @@ def as_race_error(e: BaseException) -> RaceError:
     if isinstance(e, UnicodeDecodeError):
         return RaceError(f"an input is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start})",
                          "save the file as UTF-8")
-    if isinstance(e, (OverflowError, ValueError)) and ("int" in str(e) or "digits" in str(e) or "range" in str(e)):
+    if isinstance(e, OverflowError) or (isinstance(e, ValueError) and ("digits" in str(e) or "Out of range" in str(e))):
         return RaceError(f"a number in the input is out of range ({_clip(str(e).split(';')[0])})",
                          "counts and FLOPs of real runs are far below 10^30")
     return RaceError(f"internal error: {type(e).__name__}: {_clip(str(e))}",

@@ -1,3 +1,4 @@
+# Over 500 lines: one idea, the gate -- submit behind validation, read a folder back for the site, its validation cache (keyed by content, MAC-checked).
 """Leaderboard submissions: one report v1 file per run in a folder, behind a validation gate.
 
 A submission's id is a content hash (sha256 of the report's canonical JSON, so re-indenting a

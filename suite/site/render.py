@@ -394,86 +394,92 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     every page's navigation, and with `figure` (the PNG of suite.site.findings.FIGURE) that
     figure, linked from it. Pages use only relative links and carry no local paths. Returns a
     summary: pages written and the main page's size in bytes."""
-    env = site_env(template_dir)
-    css, js = _static(template_dir)
     final = Path(out)
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(final)         # what killed builds left: their staging folders, or the old site
-    out = final.with_name(f"{_staging_prefix(final)}building-{os.getpid()}-{secrets.token_hex(3)}")
+    staging = final.with_name(f"{_staging_prefix(final)}building-{os.getpid()}-{secrets.token_hex(3)}")
     try:
-        (out / "s").mkdir(parents=True)
-        (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
-        for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
-            _write(out / name, text)
-        rows = [e.row for e in entries]
-        cols = columns(all_score_keys(rows))
-        col_index = {c.key: i for i, c in enumerate(cols)}
-        nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
-        common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
-                  "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
-        size_order = sorted({(r.params, r.size_label) for r in rows})
-        filters = [
-            {"name": "origin", "label": "runs", "options": sorted({r.origin for r in rows}, reverse=True)},
-            {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
-            {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
-            {"name": "band", "label": "budget band",
-             "options": sorted({r.budget_band for r in rows}, key=_band_order)},
-            {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
-        ]
-        views = {
-            "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
-                           sorted(rows, key=lambda r: (-r.total_flops, r.run_name))),
-            "allocation.html": ("by allocation", "Sorted by allocation: update share p, largest first; "
-                                "ties by total FLOPs.", "p",
-                                sorted(rows, key=lambda r: (-r.update_share, -r.total_flops, r.run_name))),
-        }
-        sizes = {}
-        for name, (label, note, sort_key, ordered) in views.items():
-            html = env.get_template("index.html.j2").render(
-                **common, js=js, root="", current=name, view_label=label, view_note=note,
-                rows=[r for r in ordered if r.origin != "reference cell"],
-                reference_rows=[r for r in ordered if r.origin == "reference cell"],
-                columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
-                skipped=list(skipped))
-            _write(out / name, html)
-            sizes[name] = len(html.encode("utf-8"))
-        _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
-            **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
-        if findings is not None:
-            figure_name = ""
-            if figure is not None:
-                from .findings import FIGURE
-
-                figure_name = f"{FIGURE}.png"
-                (out / figure_name).write_bytes(figure)
-            _write(out / FINDINGS_NAV[0], env.get_template("findings.html.j2").render(
-                **common, js="", root="", current=FINDINGS_NAV[0], doc=findings, figure=figure_name))
-        page = env.get_template("submission.html.j2")
-        for e in entries:
-            chart = phase_chart(*e.ledger) if e.ledger else None
-            row = e.row
-            rates = row.flops_per_second
-            peak = row.hardware.peak_flops * row.hardware.count if row.hardware else None
-            phases = [{"name": ph, "flops": row.flops[ph], "share": row.shares[ph],
-                       "tokens": (row.tokens["rollout_prompt"] + row.tokens["rollout_completion"])
-                       if ph == "rollout" else row.tokens[ph], "rate": rates[ph],
-                       "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
-            sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
-                        for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
-                                  "provenance", "hardware", "rollouts", "stages", "pretraining", "sources")
-                        if k in e.doc]
-            _write(out / e.row.page, page.render(
-                **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
-                findings=list(e.findings), chart=chart, ledger_name=Report(e.doc, e.filename).ledger_path or "",
-                ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
-                provenance=e.doc.get("provenance") or {}, rate=rates["total"],
-                utilization=rates["total"] / peak if rates["total"] and peak else None))
+        summary = _render(entries, staging, skipped, template_dir, extra_files, findings, figure)
     except BaseException:           # a failed build leaves no staging folder behind
         import shutil
 
-        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
         raise
-    _swap_in(out, final)
+    _swap_in(staging, final)
+    return summary
+
+
+def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], template_dir: str | None,
+            extra_files: dict[str, str] | None, findings: dict | None, figure: bytes | None) -> dict[str, Any]:
+    """Write every page of the site into the fresh folder `out` (build_site's staging folder)."""
+    env = site_env(template_dir)
+    css, js = _static(template_dir)
+    (out / "s").mkdir(parents=True)
+    (out / SITE_MARKER).write_text(f"built by race {__version__}\n")
+    for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
+        _write(out / name, text)
+    rows = [e.row for e in entries]
+    cols = columns(all_score_keys(rows))
+    col_index = {c.key: i for i, c in enumerate(cols)}
+    nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
+    common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
+              "csp": {"style": csp_hash(css), "script": csp_hash(js)}}
+    size_order = sorted({(r.params, r.size_label) for r in rows})
+    filters = [
+        {"name": "origin", "label": "runs", "options": sorted({r.origin for r in rows}, reverse=True)},
+        {"name": "size", "label": "model size", "options": list(dict.fromkeys(s for _, s in size_order))},
+        {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
+        {"name": "band", "label": "budget band",
+         "options": sorted({r.budget_band for r in rows}, key=_band_order)},
+        {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
+    ]
+    views = {
+        "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
+                       sorted(rows, key=lambda r: (-r.total_flops, r.run_name))),
+        "allocation.html": ("by allocation", "Sorted by allocation: update share p, largest first; "
+                            "ties by total FLOPs.", "p",
+                            sorted(rows, key=lambda r: (-r.update_share, -r.total_flops, r.run_name))),
+    }
+    sizes = {}
+    for name, (label, note, sort_key, ordered) in views.items():
+        html = env.get_template("index.html.j2").render(
+            **common, js=js, root="", current=name, view_label=label, view_note=note,
+            rows=[r for r in ordered if r.origin != "reference cell"],
+            reference_rows=[r for r in ordered if r.origin == "reference cell"],
+            columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
+            skipped=list(skipped))
+        _write(out / name, html)
+        sizes[name] = len(html.encode("utf-8"))
+    _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
+        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+    if findings is not None:
+        figure_name = ""
+        if figure is not None:
+            from .findings import FIGURE
+            figure_name = f"{FIGURE}.png"
+            (out / figure_name).write_bytes(figure)
+        _write(out / FINDINGS_NAV[0], env.get_template("findings.html.j2").render(
+            **common, js="", root="", current=FINDINGS_NAV[0], doc=findings, figure=figure_name))
+    page = env.get_template("submission.html.j2")
+    for e in entries:
+        chart = phase_chart(*e.ledger) if e.ledger else None
+        row = e.row
+        rates = row.flops_per_second
+        peak = row.hardware.peak_flops * row.hardware.count if row.hardware else None
+        phases = [{"name": ph, "flops": row.flops[ph], "share": row.shares[ph],
+                   "tokens": (row.tokens["rollout_prompt"] + row.tokens["rollout_completion"])
+                   if ph == "rollout" else row.tokens[ph], "rate": rates[ph],
+                   "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
+        sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
+                    for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
+                              "provenance", "hardware", "rollouts", "stages", "pretraining", "sources")
+                    if k in e.doc]
+        _write(out / e.row.page, page.render(
+            **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,
+            findings=list(e.findings), chart=chart, ledger_name=Report(e.doc, e.filename).ledger_path or "",
+            ledger_note=e.ledger_note, sections=sections, bar=split_bar(e.row.shares),
+            provenance=e.doc.get("provenance") or {}, rate=rates["total"],
+            utilization=rates["total"] / peak if rates["total"] and peak else None))
     return {"pages": 3 + (findings is not None) + len(entries), "listed": len(entries), "skipped": len(skipped),
             "index_bytes": sizes["index.html"], "allocation_bytes": sizes["allocation.html"]}
 

@@ -37,7 +37,17 @@ def configure(p):
     return run
 
 
+def _never_over_inputs(args) -> None:
+    """The import's outputs are never its log or its cell (issue 29: never clobber)."""
+    from suite.outputs import output_file
+
+    out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
+    for name in ("ledger.jsonl", "report.json", "comparison.json"):
+        output_file(out / name, inputs=[args.log, Path(args.log) / "trainer_state.json", args.cell], what="--out")
+
+
 def run(args) -> int:
+    _never_over_inputs(args)
     from suite.integrations import importers
     from suite.record.report import Report
     from suite.train.cell import load_cell
