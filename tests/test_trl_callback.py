@@ -261,19 +261,29 @@ def test_a_reward_model_named_by_id_is_charged_too(tmp_path, policy):
 
 
 def test_a_reward_model_that_cannot_be_priced_is_refused_by_name(tmp_path, policy):
+    """A module with no transformers config cannot be priced: refused at attach, by name. A
+    GPT-2 classifier (no analytic recipe) is priced through the traced path instead."""
     from transformers import GPT2Config, GPT2ForSequenceClassification
 
     from suite.train.trl_callback import RaceLedger
 
+    def trainer_of(model, name):
+        class Trainer:  # the part of GRPOTrainer attach() touches
+            reward_funcs = [model]
+            reward_func_names = [name]
+            callbacks: list = []
+
+            def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+                return []
+
+            def add_callback(self, cb):
+                self.callbacks.append(cb)
+
+        return Trainer()
+
+    with pytest.raises(RaceError, match="cannot price reward model 'judge-linear'") as e:
+        RaceLedger(tmp_path).attach(trainer_of(torch.nn.Linear(4, 1), "judge-linear"))
+    assert "no transformers config" in e.value.message and "ModelSpec" in e.value.hint
     gpt2 = GPT2ForSequenceClassification(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, num_labels=1))
-
-    class Trainer:  # the part of GRPOTrainer attach() touches
-        reward_funcs = [gpt2]
-        reward_func_names = ["judge-gpt2"]
-
-        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-            return []
-
-    with pytest.raises(RaceError, match="cannot price reward model 'judge-gpt2'") as e:
-        RaceLedger(tmp_path).attach(Trainer())
-    assert "gpt2" in e.value.message and "never counted as 0" in e.value.hint
+    ledger = RaceLedger(tmp_path / "gpt2").attach(trainer_of(gpt2, "judge-gpt2"))
+    assert getattr(ledger.reward_model, "traced", False) and ledger.reward_model.model_type == "gpt2"
