@@ -194,8 +194,8 @@ def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_
     assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
 
     # The ledger the issue found: every optimizer step charged a training pass over the whole
-    # generation batch (each slice's pass doubled), FLOPs repriced to match: every other rule
-    # agrees with itself, SCHED-001 refuses it.
+    # generation batch (each slice's pass doubled), FLOPs repriced to match: SCHED-001 refuses
+    # it, and so do the work equations (WORK-), no other family.
     from suite.accounting import phase_flops
     from suite.validate import validate_path
 
@@ -210,8 +210,9 @@ def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_
         lines.append(json.dumps(rec))
     ledger.ledger_path.write_text("\n".join(lines) + "\n")
     findings = validate_path(str(ledger.write_report()))
-    assert [f.rule_id for f in findings] == ["SCHED-001"], findings
-    assert "exceed mu x rollout tokens" in findings[0].message and "steps_per_generation 2" in findings[0].message
+    sched = [f for f in findings if f.rule_id == "SCHED-001"]
+    assert len(sched) == 1 and {f.rule_id.split("-")[0] for f in findings} == {"SCHED", "WORK"}, findings
+    assert "exceed mu x rollout tokens" in sched[0].message and "steps_per_generation 2" in sched[0].message
 
 
 def _bare_trainer(tmp_path, parts, **kw):
