@@ -385,9 +385,9 @@ def trl_global_step(state: str | Path, last_logged: int) -> int:
     if path.is_dir():
         path = path / "trainer_state.json"
     try:
-        g = json.loads(path.read_text()).get("global_step")
-    except (OSError, ValueError, AttributeError):
-        return last_logged
+        g = jsonstrict.load(path, allow_nan=True).get("global_step")
+    except (OSError, jsonstrict.JSONInputError, AttributeError):
+        return last_logged  # read_trl_state has read it already: nothing new to say
     if isinstance(g, bool) or not isinstance(g, int):
         return last_logged
     if g < last_logged:

@@ -353,7 +353,8 @@ def rollout_work(ctx) -> Iterable[Issue]:
     it among the K completions) and one decode step per generated token but the first:
     unpadded, `rollout.tokens` = P + C - n and `rollout.lm_head` = C exactly; padded (HF
     generate: every row runs to the longest prompt and completion) at least that, in whole rows
-    (a multiple of K x prompts_per_step). Attention pairs lie between all-equal and one-long
+    (a multiple of K x prompts_per_step), and in each generating record of the ledger the
+    pairs are exactly n x tri(positions / n). Attention pairs lie between all-equal and one-long
     sequences over those positions (pair_bounds), `attn_full` >= `attn_causal`; latent and
     linear models' decode tokens are C - n. Imported: within half a unit per statistic and
     generation batch (the rounding of per-step means)."""
@@ -383,6 +384,11 @@ def rollout_work(ctx) -> Iterable[Issue]:
                                      f"rows of {sy.N} (K x prompts_per_step)", HINT))
         if "rollout.decode_tokens" in w:
             out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
+        led = sy.led
+        if led is not None and led.rollout_rows_equal != led.generations:
+            out.append(Issue(_wp("rollout.attn_causal"), f"{led.generations - led.rollout_rows_equal:,} of the ledger's "
+                             f"{led.generations:,} generating records have rollout pairs that are not n x tri(positions "
+                             f"/ n): a padded rollout runs every row to the same length", HINT))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
     psl = sy.slack(3 + Fraction(sy.K * P + C, max(n, 1)))   # a bound moves by ~the mean length per token rounded
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
@@ -411,7 +417,8 @@ def update_work(ctx) -> Iterable[Issue]:
     `count.update` U = mu x L with L = P + C (K x P + C where the prompt prefill is shared),
     exactly when every batch was trained mu times (one record per generation, or whole mu-step
     cycles); a run stopped inside a cycle lies between L and mu x L. Unpadded training:
-    `update.train.tokens` = U; padded: at least U, in whole rows. Logits: mu x C (completion
+    `update.train.tokens` = U; padded: at least U, in whole rows (each ledger record's
+    positions^2 / full pairs a whole multiple of its batch). Logits: mu x C (completion
     positions) or every position but the last of each row. Pairs: `attn_full` = 2 x
     `attn_causal` - tokens (each row is a full square), causal pairs within pair_bounds.
     Dividing a ledger's update work by 100 (726 update tokens a step against 31,956) is
@@ -443,6 +450,11 @@ def update_work(ctx) -> Iterable[Issue]:
             out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
                              f"of rows of {sy.N}", HINT))
         want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else tok - rows
+        led = sy.led
+        if led is not None and led.train_rows_equal != led.train_records:
+            out.append(Issue(_wp("update.train.attn_full"), f"{led.train_records - led.train_rows_equal:,} of the ledger's "
+                             f"{led.train_records:,} training records are not whole padded rows (positions^2 / full "
+                             f"pairs a multiple of the batch's completions)", HINT))
     if sy.complete:
         out.append(_eq(_wp("update.train.lm_head"), lm, want_lm, "training logits", sl))
     elif sy.prof.lm_head_train == "completion":
