@@ -313,3 +313,57 @@ def test_race_eval_base_writes_the_reference_row(tiny, tmp_path, capsys):
     assert (out / "eval" / "arith-hard-250.samples.jsonl").is_file()
     assert main(["eval", "--base", str(tiny["base"])]) == 2
     assert "--base needs --out DIR" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- a TRL user's own reward model
+
+
+def _seq_classifier(folder, tokenizer_from):
+    """A tiny Llama sequence classifier (num_labels 1), the kind a TRL user trains as a reward model."""
+    import shutil
+
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
+
+    folder.mkdir(parents=True)
+    for f in tokenizer_from.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens", "vocab", "merges")):
+            shutil.copy(f, folder / f.name)
+    tok = AutoTokenizer.from_pretrained(folder)
+    torch.manual_seed(5)
+    LlamaForSequenceClassification(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                               num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                               num_labels=1, pad_token_id=tok.pad_token_id)).save_pretrained(folder)
+    return folder
+
+
+def test_race_eval_scores_with_the_users_own_reward_model(tiny, tmp_path, capsys):
+    """--native-reward-model DIR with a sequence classifier scores as one (reward system 'orm');
+    the PRM system refuses it before generating, in one line; --native-reward none skips it."""
+    import shutil
+
+    from suite.cli import main
+    from suite.validate import validate_report
+
+    rm = _seq_classifier(tmp_path / "my-orm", tiny["base"])
+    run = tmp_path / "run"
+    run.mkdir()
+    example = targets.lm_eval_tasks_dir().parents[1] / "schemas/examples/valid/paper-qwen1.5b-lora64-sparse.json"
+    (run / "report.json").write_text(example.read_text())
+    shutil.copytree(tiny["adapter"], run / "adapter")
+    (run / "cell.yaml").write_text(f"policy: {tiny['base']}\ndataset: tasks/arith/data/train.jsonl\n"
+                                   "reward: structured\nbudget_flops: 1.0e+12\n")
+    common = ["--limit", "2", "--targets", "arith-easy-250", "--judge", str(tiny["prm"]), "--batch-size", "8"]
+    capsys.readouterr()
+    assert main(["eval", str(run), "--native-reward", "prm", "--native-reward-model", str(rm), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a sequence classifier" in err and "--native-reward orm" in err and len(err.splitlines()) == 2
+    assert not (run / "eval").exists()          # refused before anything was generated
+    assert main(["eval", str(run), "--native-reward-model", str(rm), *common]) == 0   # orm: read off its config
+    capsys.readouterr()
+    doc = json.loads((run / "report.json").read_text())
+    native = next(r for r in doc["evaluations"] if r["metric"] == "native_reward")
+    assert native["judge"]["name"] == "my-orm" and native["compute"]["flops"] > 0
+    assert [f for f in validate_report(doc) if f.severity == "error"] == []
+    assert main(["eval", str(run), "--native-reward", "none", *common]) == 0
+    assert "wrote 2 evaluations" in capsys.readouterr().out

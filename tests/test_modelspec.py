@@ -19,7 +19,8 @@ FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B
                   "gemma-3-1b-it", "gemma-3-4b-it", "gemma-3-12b-it", "OLMo-2-1124-7B-Instruct", "gpt-oss-20b"]
 """Catalog entries of issue 18 (their counts equal the HF model: tests/test_accounting.py)."""
 RUNS_CATALOG = ["Qwen3.5-397B-A17B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen2.5-Math-7B",
-                "DeepSeek-R1-Distill-Qwen-14B", "DeepSeek-R1-Distill-Qwen-32B"]
+                "DeepSeek-R1-Distill-Qwen-14B", "DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-V3-Base", "Qwen3-4B-Base",
+                "gpt-oss-120b"]
 """Catalog entries of issues 28 and 30: the policies of published GRPO runs (MLPerf Training 6.1's
 first; then SimpleRL-Zoo's, DAPO's, Oat-Zero's, DeepCoder's and Skywork-OR1's bases)."""
 
@@ -50,6 +51,10 @@ def test_catalog_lists_the_paper_models():
     ("Qwen2.5-7B", 7.62, None, None), ("Qwen2.5-Math-7B", 7.62, None, None), ("Qwen2.5-14B", 14.8, None, None),
     ("Qwen2.5-32B", 32.8, None, None), ("DeepSeek-R1-Distill-Qwen-14B", 14.8, None, None),
     ("DeepSeek-R1-Distill-Qwen-32B", 32.8, None, None),
+    # DeepSeek-V3 "671B total, 37B activated" (without its 14B MTP module; ours 36.6B active leaves
+    # the 0.93B embedding lookup out); OpenAI gpt-oss-120b "116.8B total, 5.1B active"; Qwen3-4B-Base
+    # as Qwen3-4B
+    ("DeepSeek-V3-Base", 671, None, 36.6), ("gpt-oss-120b", 116.8, None, 5.1), ("Qwen3-4B-Base", 4.0, 3.6, None),
 ])
 def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding, active):
     s = load_spec(name)

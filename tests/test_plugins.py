@@ -122,7 +122,7 @@ def test_unknown_names_are_race_errors_naming_the_known_ones():
     with pytest.raises(UnknownName) as e:
         ENGINES["acme"]
     assert isinstance(e.value, RaceError) and isinstance(e.value, KeyError)
-    assert e.value.message == "unknown engine profile 'acme'" and "generic, trl" in e.value.hint
+    assert e.value.message == "unknown engine profile 'acme'" and "generic, nemo-rl, nemo-rl-on-policy, trl" in e.value.hint
     r: Registry[int] = Registry("thing")
     r.add("a", 1)
     assert r.get("b") is None and "b" not in r and [] not in r    # still a mapping

@@ -28,11 +28,11 @@ def test_extract_boxed_last_and_nested():
     assert extract_boxed("\\boxed{3} then \\boxed{unclosed") == "3"
 
 
-def test_registry_has_five_systems_and_unknown_lists_them():
-    assert set(rewards.REWARD_SYSTEMS) == {"sparse", "structured", "dense", "proxy_prm", "prm"}
+def test_registry_has_six_systems_and_unknown_lists_them():
+    assert set(rewards.REWARD_SYSTEMS) == {"sparse", "structured", "dense", "proxy_prm", "prm", "orm"}
     with pytest.raises(RaceError) as e:
-        get_reward_system("orm")
-    assert "'orm'" in e.value.message
+        get_reward_system("judge")
+    assert "'judge'" in e.value.message
     for name in rewards.REWARD_SYSTEMS:
         assert name in e.value.hint
 

@@ -32,14 +32,13 @@ CREATED = "2026-12-01T00:00:00Z"
 def reports(folder: Path = PUBLISHED) -> list[tuple[str, dict]]:
     """(run description name, report document) of every published run, validated under --strict:
     any finding at all refuses the whole rebuild."""
-    from suite.record.report import build_estimate
     from suite.train.cell import load_cell
     from suite.validate import validate_report
 
     out = []
     for path in sorted(folder.glob("*.yaml")):
         cell = load_cell(path, check_paths=False)
-        doc = build_estimate(cell.run_spec(), cell.means(), created=CREATED).doc
+        doc = cell.estimate(created=CREATED).doc
         findings = validate_report(doc, file=path.name)
         if findings:
             raise RaceError(f"{path.name}: " + "; ".join(f"{f.rule_id} at {f.path}: {f.message}" for f in findings),

@@ -127,6 +127,8 @@ def make_valid() -> dict[str, dict]:
     docs["estimate"] = build_estimate(cell_from_dict(ESTIMATE, check_paths=False).run_spec(),
                                       cell_from_dict(ESTIMATE, check_paths=False).means(), created=CREATED).doc
     write_json_atomic(out / "paper-qwen1.5b-lora64-estimate.json", docs["estimate"])
+    docs["staged"] = cell_from_dict(STAGED, check_paths=False).estimate(created=CREATED).doc
+    write_json_atomic(out / "staged-filtered-multiturn-estimate.json", docs["staged"])
     pub = cell_from_dict(PUBLISHED, check_paths=False)
     docs["published"] = build_estimate(pub.run_spec(), pub.means(), created=CREATED).doc
     write_json_atomic(out / "published-estimate.json", docs["published"])
@@ -174,6 +176,20 @@ PUBLISHED = {**ESTIMATE, "name": "published-qwen2.5-1.5b-lora64-k2-sparse",
              "assumed": {"mean_completion_tokens": {"low": 400, "high": 1200, "why": "not in the paper"},
                          "accelerator_hours": {"low": 0.5, "high": 1.0, "why": "'under an hour' on 8 GPUs"}},
              "hardware": {**ESTIMATE["hardware"], "wall_seconds": None, "accelerator_hours": 0.67}}
+
+# A staged run with what real runs do (1.2): two stages (the cap and K grow), DAPO-style
+# filtering keeps 80% of the completions, and multi-turn tool outputs are fed back as prefill.
+STAGED = {**{k: v for k, v in ESTIMATE.items() if k not in ("steps", "mean_completion_tokens", "K",
+                                                            "max_completion_tokens")},
+          "name": "staged-qwen2.5-1.5b-lora64-filtered-multiturn",
+          "label": "Qwen2.5-1.5B-Instruct, LoRA r=64, two stages, filtered, multi-turn",
+          "rollouts": {"kept_share": 0.8, "environment_tokens": 200, "turns": 3, "reasons": ["zero_variance_group"],
+                       "off_policy": {"max_lag": 1, "mean_lag": 0.5},
+                       "updates": {"kind": "mini_batch", "optimizer_steps_per_generation": 4}},
+          "stages": [{"name": "2k", "steps": 120, "group_size": 2, "max_completion_tokens": 2048,
+                      "mean_completion_tokens": 655},
+                     {"name": "4k", "steps": 80, "group_size": 4, "max_completion_tokens": 4096,
+                      "mean_completion_tokens": 1400}]}
 
 
 # ------------------------------------------------------------------------------------ invalid
@@ -350,6 +366,30 @@ def invalid_cases(valid: dict[str, dict]):
     yield "unsourced", mut(pub, lambda d: d["sources"]["facts"].pop("steps")), ["PUB-002"]
     yield "assumption-outside-range", mut(pub, setp(("sources", "assumed", "mean_completion_tokens", "high"), 500)), \
         ["PUB-003"]
+
+    # What real runs do: stages sum, discarded rollouts never trained, mini-batches not epochs.
+    staged = valid["staged"]
+    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001"]
+
+    def stage_total(d):
+        d["stages"][0]["flops"]["update"] += 10**15
+        d["stages"][1]["flops"]["update"] -= 10**15
+    yield "stage-row-sum", mut(staged, stage_total), ["ST-002"]
+    yield "staged-grpo-not-last", mut(staged, setp(("grpo", "max_completion_tokens"), 2048)), ["ST-003"]
+
+    def all_trained(d):             # the discarded fifth charged to the update after all
+        d["rollouts"]["trained"] = d["rollouts"]["generated"]
+    yield "discarded-but-trained", mut(staged, all_trained), ["RO-001"]
+
+    def update_tokens(d):           # work and tokens agree: every generated token trained after all
+        d["totals"]["tokens"]["update"] = d["totals"]["work"]["count.update"] = \
+            round(d["totals"]["tokens"]["update"] / 0.8)
+    yield "update-beyond-kept", mut(staged, update_tokens), ["RO-002"]
+    yield "discarded-flops", mut(staged, setp(("rollouts", "discarded_rollout_flops"),
+                                             staged["totals"]["flops"]["rollout"] + 1)), ["RO-003"]
+    yield "minibatch-as-epochs", mut(staged, setp(("rollouts", "updates", "passes_per_token"), 4)), ["RO-004"]
+    yield "lag-mean-above-max", mut(staged, setp(("rollouts", "off_policy", "mean_lag"), 3)), ["RO-005"]
+    yield "rollouts-in-v1-1", mut(staged, setp(("schema_version",), "1.1")), ["SCHEMA-002"]
 
     # Ledger problems (the report is rebuilt over its own broken ledger).
     lines = base_ledger.splitlines(keepends=True)

@@ -78,7 +78,7 @@ class Adapter:
         per adapted expert stack, as peft adapts them (`lora_units`)."""
         if self.kind == "full":
             return spec.params_total
-        if getattr(spec, "traced", False):  # read off the real peft model
+        if getattr(spec, "traced", False):  # read off the real peft model (suite.accounting.traced)
             return spec.lora(self)[1]
         return sum(u.params for u in lora_units(spec, self))
 
@@ -164,7 +164,7 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     the adapted modules back from real PEFT models."""
     if adapter.kind != "lora":
         return ()
-    if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model
+    if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model (suite.accounting.traced)
         return spec.lora(adapter)[0]
     layers = spec.layers()
     names = set(adapter.targets)

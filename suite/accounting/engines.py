@@ -171,6 +171,34 @@ class VerlProfile(EngineProfile):
         return True  # fsdp_workers calls enable_input_require_grads() for every LoRA actor
 
 
+@engine("nemo-rl")
+class NemoRLProfile(EngineProfile):
+    """NeMo-RL GRPO (Megatron policy with packed sequences, vLLM generation with prefix caching),
+    as `race import mlperf` reads its MLPerf logs. grpo.py computes the previous-policy log-probs
+    (prev_logprobs) every step before training."""
+
+    description = ("NeMo-RL GRPO with the Megatron policy: packed sequences (no padding); vLLM generation with "
+                   "prefix caching (one prompt prefill per group); log-prob passes project every position; the "
+                   "previous-policy log-prob forward runs every step")
+    prefill_per_completion = False
+    lm_head_train = "all"
+
+    def old_policy_pass(self, s: GRPOSettings) -> bool:
+        return True
+
+
+@engine("nemo-rl-on-policy")
+class NemoRLOnPolicyProfile(NemoRLProfile):
+    """NeMo-RL GRPO with loss_fn.force_on_policy_ratio: true (MLPerf Training 6.1's
+    qwen35_397b_grpo): grpo.py skips the prev_logprobs forward, the ratio is taken as 1."""
+
+    description = ("NeMo-RL GRPO as 'nemo-rl', with force_on_policy_ratio: the previous-policy log-prob forward is "
+                   "skipped (it runs only when mu > 1)")
+
+    def old_policy_pass(self, s: GRPOSettings) -> bool:
+        return s.num_iterations > 1
+
+
 def get_engine(name: str) -> EngineProfile:
     """The registered profile `name`, or RaceError listing the known ones."""
     try:

@@ -205,12 +205,16 @@ def phase_flops(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOS
 
 def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine: str,
                     attention: str = "causal", reward_model=None, reward_tokens: int | None = None,
-                    generation: bool = True) -> int:
+                    generation: bool | int = True) -> int:
     """Upper bound on the FLOPs of one optimizer step: every completion runs to
     max_completion_tokens and every prompt is max_prompt_tokens long (longer sequences only
     cost more); a reward model scores `reward_tokens_bound` tokens per sequence unless
-    reward_tokens says how many. generation=False: a reuse step of mu > 1 (update only). A run's budget stop
-    (suite.train.trl_callback) and the grid planner (suite.analysis.grid) both use it.
+    reward_tokens says how many. generation: how many generation batches the step makes (True:
+    one; False or 0: a step that trains on buffered generations, e.g. mu > 1 or
+    steps_per_generation > gradient_accumulation_steps). The step trains
+    gradient_accumulation_steps slices of 1/steps_per_generation of the batch (TRL's schedule;
+    one whole pass by default). A run's budget stop (suite.train.trl_callback) and the grid
+    planner (suite.analysis.grid) both use it.
 
     Args: `policy`, `adapter`, `settings`, `engine` (the profile), `max_prompt_tokens`.
     Returns the bound in FLOPs.
@@ -218,10 +222,22 @@ def step_cost_bound(policy, adapter, settings, *, max_prompt_tokens: int, engine
     n = settings.group_size * settings.prompts_per_step
     if reward_model is not None and reward_tokens is None:
         reward_tokens = reward_tokens_bound(max_prompt_tokens, settings.max_completion_tokens)
-    work = work_from_lengths([max_prompt_tokens] * n, [settings.max_completion_tokens] * n, settings, engine,
-                             [reward_tokens] * n if reward_model is not None and generation else None,
-                             iterations=1, generation=generation, policy=policy, reward_model=reward_model)
-    return sum(phase_flops(work, policy, adapter, settings, reward_model, attention=attention).values())
+    spg = settings.steps_per_generation or settings.gradient_accumulation_steps
+    trained = [0] * max(1, -(-settings.gradient_accumulation_steps * n // spg))   # rows this step trains
+    prompts, comps = [max_prompt_tokens] * n, [settings.max_completion_tokens] * n
+    gens = int(generation)
+
+    def price(work):
+        return sum(phase_flops(work, policy, adapter, settings, reward_model, attention=attention).values())
+
+    total = price(work_from_lengths(prompts, comps, settings, engine, None, iterations=1, generation=False,
+                                    policy=policy, reward_model=reward_model, rows=trained))
+    if gens:
+        total += gens * price(work_from_lengths(prompts, comps, settings, engine,
+                                                [reward_tokens] * n if reward_model is not None else None,
+                                                iterations=0, generation=True, policy=policy,
+                                                reward_model=reward_model))
+    return total
 
 
 @dataclass(frozen=True)
@@ -246,20 +262,23 @@ class StepFlops:
 
 def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prompt_tokens: float,
                completion_tokens: float, engine: str = "generic", attention: str = "causal",
-               reward_model: ModelSpec | None = None, reward_tokens: float | None = None) -> StepFlops:
+               reward_model: ModelSpec | None = None, reward_tokens: float | None = None, *,
+               kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> StepFlops:
     """work_from_means + phase_flops for one step. With a reward model and no reward_tokens,
     the reward model scores `reward_tokens_of` (prompt + completion) tokens per sequence.
+    kept, environment_tokens, turns: discarded rollouts and multi-turn rollouts (work_from_means).
 
     Args: `policy`, `adapter`, `settings`; `prompt_tokens` and `completion_tokens`, the mean
     lengths; `engine`, `attention`, `reward_model`, `reward_tokens`. Returns the StepFlops (work,
     flops per phase, tokens).
     """
     if reward_model is not None and reward_tokens is None:
-        reward_tokens = reward_tokens_of(prompt_tokens, completion_tokens)
+        reward_tokens = reward_tokens_of(prompt_tokens, completion_tokens + (environment_tokens or 0))
     if reward_model is None:
         reward_tokens = None
     work = work_from_means(prompt_tokens, completion_tokens, settings, engine, reward_tokens,
-                           policy=policy, reward_model=reward_model)
+                           policy=policy, reward_model=reward_model, kept=kept,
+                           environment_tokens=environment_tokens, turns=turns)
     passes = pass_breakdown(work, policy, adapter, settings, reward_model, attention=attention)
     flops = dict.fromkeys(PHASES, 0)
     for phase, _, f in passes:

@@ -62,7 +62,17 @@ class GRPOSettings:
         return {"group_size": self.group_size, "prompts_per_step": self.prompts_per_step,
                 "num_iterations": self.num_iterations, "beta": self.beta,
                 "max_completion_tokens": self.max_completion_tokens,
-                "gradient_checkpointing": self.gradient_checkpointing}
+                "gradient_checkpointing": self.gradient_checkpointing, **self.schedule()}
+
+    def schedule(self) -> dict:
+        """The TRL schedule, where it is not the plain one (the report's optional grpo keys):
+        steps_per_generation when set, gradient_accumulation_steps when set or not 1."""
+        out = {}
+        if self.steps_per_generation is not None or self.gradient_accumulation_steps != 1:
+            out["gradient_accumulation_steps"] = self.gradient_accumulation_steps
+        if self.steps_per_generation is not None:
+            out["steps_per_generation"] = self.steps_per_generation
+        return out
 
     def to_dict(self) -> dict:
         """Every field, JSON-able."""

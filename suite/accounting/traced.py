@@ -1,4 +1,4 @@
-# Over 500 lines: one idea (price a decoder from its own modeling code) whose measuring, fitting and verifying steps share private helpers; split, each part would import the others.
+# Over 500 lines: the traced path is one idea -- build, measure, fit, cache and describe a model with no recipe -- kept in one file.
 """The traced path: exact FLOPs for any decoder transformers builds, with no recipe.
 
 A model type with no analytic recipe (`modelspec.FAMILIES`) is priced from the real modeling
@@ -29,8 +29,11 @@ Needs torch and transformers (the light core prices catalogued models without th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import hashlib
 import json
+import os
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -83,6 +86,8 @@ class TracedSpec:
     score_bias: bool = False
     num_experts: int = 0
     experts_per_token: int = 0
+    chunk: int = CHUNK
+    """Chunk length of a chunked scan (the config's chunk_size, Mamba-2; else 64)."""
     traced: bool = True
     path: str = PATH_TRACED
 
@@ -110,15 +115,14 @@ class TracedSpec:
         return "sliding" if self.windows[i] else "full"
 
     def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
-        """(what peft adapts, trainable parameters): `traced_lora` (adapter.py asks the spec, so
-        the recipe side never imports this module)."""
+        """(what peft adapts, trainable parameters), read off the real peft model (`traced_lora`)."""
         return traced_lora(self, adapter)
 
     @property
     def needs(self) -> Needs:
         """Work statistics its coefficients may use: every kind (those it does not use price at 0)."""
         return Needs(windows=tuple(sorted({w for w in self.windows if w})), decode=True, chunks=True, calls=True,
-                     chunks2=True)
+                     chunks2=True, chunk_size=self.chunk)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "model_type": self.model_type, "priced_by": self.path,
@@ -149,6 +153,21 @@ def _hf_config(cfg: dict):
     except (ValueError, KeyError) as e:
         raise RaceError(f"transformers cannot build model_type '{cfg.get('model_type')}': {e}",
                         "the traced path prices any decoder transformers builds; check the config's model_type")
+
+
+@functools.lru_cache(maxsize=4)
+def _meta_model(config: str):
+    """The meta-device model of a canonical config, built once (from_config initialises every
+    module; a deep copy of the meta model costs a fraction of that)."""
+    return _build(json.loads(config), "meta")
+
+
+def _fresh(config: str, device: str):
+    """A model to measure (and to wrap with peft): a copy of the cached meta model, or on the CPU a
+    freshly initialised one (seeded)."""
+    import copy
+
+    return copy.deepcopy(_meta_model(config)) if device == "meta" else _build(json.loads(config), device)
 
 
 def _build(cfg: dict, device: str, seed: int = 0):
@@ -203,7 +222,7 @@ class _Meter:
 
         self.spec, self.adapter = spec, adapter
         self.device = _device(spec.config)
-        model = _build(spec.config_dict, self.device)
+        model = _fresh(spec.config, self.device)
         self.prefix = _layer_list(model, spec.num_layers)
         out = model.get_output_embeddings()
         self.head = next((name for name, mod in model.named_modules() if mod is out), "lm_head")
@@ -288,25 +307,27 @@ def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
     return [a[i][n] / a[i][i] for i in range(n)]
 
 
-def _basis(L: int, chunked: bool) -> list[Fraction]:
+def _basis(L: int, chunked: bool, chunk: int = CHUNK) -> list[Fraction]:
     out = [Fraction(L), Fraction(L * L), Fraction(1)]
-    c = math.ceil(L / CHUNK)
+    c = math.ceil(L / chunk)
     return out + [Fraction(c), Fraction(c * c)] if chunked else out
 
 
 _STATS = ("tok", "pair", "row", "chunk", "chunk2")
 
 
-def _fit(measure, n_layers: int, what: str, name: str) -> list[dict]:
+def _fit(measure, n_layers: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
     """Per-layer {stat: FLOPs} of a pass measured at batch 1 over several lengths, exact."""
+    k = chunk / CHUNK  # the chunked lengths scale with the chunk (crossing 1, 2, 3 chunk boundaries)
+    scaled = tuple(L if L < 10 else int(L * k) for L in CHUNK_LENGTHS + CHECK_LENGTHS)
     for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
-                                     (True, CHUNK_LENGTHS[:5], CHUNK_LENGTHS[5:] + CHECK_LENGTHS)):
+                                     (True, scaled[:5], scaled[5:])):
         got = {L: measure(1, L) for L in (*lengths, *checks)}
         out, ok = [], True
         for i in range(n_layers):
-            sol = _solve([_basis(L, chunked) for L in lengths], [got[L][i] for L in lengths])
+            sol = _solve([_basis(L, chunked, chunk) for L in lengths], [got[L][i] for L in lengths])
             if sol is None or any(x.denominator != 1 for x in sol) or any(
-                    sum(c * b for c, b in zip(sol, _basis(L, chunked))) != got[L][i] for L in checks):
+                    sum(c * b for c, b in zip(sol, _basis(L, chunked, chunk))) != got[L][i] for L in checks):
                 ok = False
                 break
             out.append({s: int(v) for s, v in zip(_STATS, sol) if v})
@@ -323,10 +344,10 @@ def _calls(measure, per_layer: list[dict]) -> list[int]:
     return [2 * a - b for a, b in zip(one, two)]
 
 
-def _with_calls(measure, n: int, what: str, name: str) -> list[dict]:
+def _with_calls(measure, n: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
     """Per-layer stats of a pass, its batch-1 constant split into per-row and per-call parts."""
     measure = functools.lru_cache(maxsize=None)(measure)
-    layers = _fit(measure, n, what, name)
+    layers = _fit(measure, n, what, name, chunk)
     for c, k in zip(layers, _calls(measure, layers)):
         if k:
             c["call"] = k
@@ -365,20 +386,66 @@ def _quiet():
         hf_logging.set_verbosity(level)
 
 
+FORMAT = 1
+"""Version of the cached coefficients (bump when the fit changes)."""
+
+
+def cache_dir() -> Path | None:
+    """Where traced coefficients persist between runs: $RACE_TRACED_CACHE ('' or 'off': nowhere),
+    else $XDG_CACHE_HOME/race/traced (~/.cache/race/traced)."""
+    env = os.environ.get("RACE_TRACED_CACHE")
+    if env is not None:
+        return None if env in ("", "off") else Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "race" / "traced"
+
+
+def _cache_file(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> Path | None:
+    import peft
+    import torch
+    import transformers
+
+    root = cache_dir()
+    if root is None:
+        return None
+    key = json.dumps([FORMAT, spec.config, repr(adapter), rg0, gc, torch.__version__, transformers.__version__,
+                      peft.__version__], sort_keys=True)
+    return root / f"{spec.model_type}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
 @functools.lru_cache(maxsize=128)
 def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
-    """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them."""
+    """{'fwd', 'base', 'bwd', 'recompute'} FLOPs per stat, as costs.model_costs gives them:
+    measured once per (config, adapter, rg0, checkpointing, library versions), then read back
+    from the cache directory."""
+    path = _cache_file(spec, adapter, rg0, gc)
+    if path is not None and path.is_file():
+        try:
+            got = json.loads(path.read_text())
+            if set(got) == {"fwd", "base", "bwd", "recompute"}:
+                return got
+        except (OSError, ValueError):
+            pass  # a damaged cache entry is measured again
     with _quiet():
-        return _measure_costs(spec, adapter, rg0, gc)
+        out = _measure_costs(spec, adapter, rg0, gc)
+    if path is not None:
+        try:
+            from ..atomic import write_json_atomic
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path, out)
+        except OSError:
+            pass  # a read-only cache only costs the next run a measurement
+    return out
 
 
 def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     m = _Meter(spec, adapter, rg0, gc)
     n, w, name = spec.num_layers + 1, spec.windows + (0,), spec.name  # + the rest of the model
-    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name)
-    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name)
-    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name)
-    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name) if gc else t1
+    k = spec.chunk
+    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name, k)
+    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name, k)
+    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name, k)
+    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name, k) if gc else t1
     out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(t1, fwd), w),
            "recompute": _sum(_diff(t2, t1), w)}
     # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
@@ -400,9 +467,10 @@ def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> d
 
 def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     """What `costs.model_costs` gives for a recipe: FLOPs per stat of the forward with the
-    adapter, without it, the backward and the checkpoint recompute (measured, fitted, cached)."""
+    adapter, without it, the backward and the checkpoint recompute (measured, fitted, cached
+    per config: the name is not part of the key)."""
     _need_torch()
-    return _costs(spec, adapter, rg0, gc)
+    return _costs(dataclasses.replace(spec, name=spec.model_type), adapter, rg0, gc)
 
 
 @functools.lru_cache(maxsize=128)
@@ -412,7 +480,7 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
     from .reference import adapted_units, add_lora
 
     with _quiet():
-        model = add_lora(_build(spec.config_dict, "meta"), adapter)
+        model = add_lora(_fresh(spec.config, "meta"), adapter)
     units = tuple(LoraUnit(*u) for u in adapted_units(model))
     if adapter.kind == "lora" and not units:
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
@@ -430,7 +498,7 @@ def _device(config: str) -> str:
     import torch
 
     with _quiet():
-        model = _build(json.loads(config), "meta")
+        model = _meta_model(config)
         ids = torch.full((1, 5), 3, dtype=torch.long, device="meta")
         try:
             with torch.no_grad():
@@ -475,7 +543,7 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
                        sort_keys=True, default=str)
     with _quiet():
-        model = _build(json.loads(canon), "meta")
+        model = _meta_model(canon)
     n = hf.num_hidden_layers
     _layer_list(model, n)
     h, vocab = hf.hidden_size, hf.vocab_size
@@ -502,7 +570,8 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     return TracedSpec(name=name, model_type=cfg["model_type"], config=canon, num_layers=n, hidden_size=h,
                       vocab_size=vocab, params_total=total, params_embedding=emb, windows=windows,
                       has_lm_head=has_head, tie_embeddings=bool(tied) and has_head, score_head=score, score_bias=bias,
-                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0))
+                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0),
+                      chunk=int(getattr(hf, "chunk_size", None) or getattr(hf, "mamba_chunk_size", None) or CHUNK))
 
 
 def spec_for(config, name: str | None = None):
@@ -516,6 +585,9 @@ def spec_for(config, name: str | None = None):
     if isinstance(config, (str, Path)):
         if in_catalog(str(config)):
             return load_spec(str(config))
+        hit = traced_catalog_lookup(str(config))
+        if hit is not None:
+            return traced_spec(_read_json(hit), hit.stem, f"catalog {hit.stem}")
         path = Path(config).expanduser()
         path = path / "config.json" if path.is_dir() else path
         if not path.is_file():
@@ -536,10 +608,25 @@ def spec_for(config, name: str | None = None):
     return traced_spec(cfg, name, where)
 
 
+TRACED_CATALOG = Path(__file__).with_name("catalog") / "traced"
+"""Catalog entries of families with no recipe (config facts only, each with its `_source`): priced
+by the traced path, so they need torch; `modelspec.catalog_names` lists the recipe ones."""
+
+
+def traced_catalog_names() -> list[str]:
+    """Names of the catalogued models of families with no recipe, sorted."""
+    return sorted(p.stem for p in TRACED_CATALOG.glob("*.json"))
+
+
+def traced_catalog_lookup(name: str) -> Path | None:
+    key = name.split("/")[-1].lower()
+    return next((TRACED_CATALOG / f"{n}.json" for n in traced_catalog_names() if n.lower() == key), None)
+
+
 def priced_by(spec) -> str:
     """'recipe' (an analytic recipe, no torch) or 'traced' (FlopCounterMode over the HF code)."""
     return getattr(spec, "path", PATH_RECIPE)
 
 
-__all__ = ["TracedSpec", "traced_spec", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
+__all__ = ["TracedSpec", "traced_spec", "traced_catalog_names", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
            "PATH_TRACED"]

@@ -1,3 +1,4 @@
+# Over 500 lines: one idea (the token statistics of steps) whose builders -- real lengths, means, schedules, staged, filtered and multi-turn rollouts -- share the private pass arithmetic.
 """Work: the token statistics of GRPO steps, from which FLOPs are priced (a flat JSON dict of
 non-negative ints, additive over steps): tokens through the decoder per pass kind, attention
 (query, key) pairs under both conventions, LM-head positions, reward-model tokens, and the
@@ -110,14 +111,16 @@ def _tri(n):
 
 def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
                 reward: list | None, iterations: int, generation: bool,
-                needs: tuple["Needs", "Needs"] | None = None, reward_widths: list | None = None) -> dict:
-    """The work of one generation batch (generation=True) plus `iterations` training passes;
-    `needs` (policy's, reward model's) adds the statistics other architectures need.
+                needs: tuple["Needs", "Needs"] | None = None, reward_widths: list | None = None,
+                rows: list | None = None, exact: bool = False) -> dict:
+    """The work of one generation batch (generation=True) plus `iterations` training passes
+    over `rows` (indices into the batch, repeats allowed; None: every row); `needs` (policy's,
+    reward model's) adds the statistics other architectures need.
     reward_widths: the padded width of each sequence the reward model ran over (None: unpadded)."""
     w = dict.fromkeys(WORK_KEYS, 0)
     if needs is not None:       # a reward model's statistics follow what its forward ran over
         w.update(_extra_work(prompts, completions, settings, prof, reward_widths or reward, iterations, generation,
-                             *needs))
+                             *needs, rows=rows))
     n = len(completions)
     k = settings.group_size
     lens = [p + c for p, c in zip(prompts, completions)]
@@ -134,20 +137,27 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
                 "attn_causal": n * (_tri(pw) + _decode_pairs(pw, cmax)),
                 "attn_full": n * (pw * pw + _decode_pairs(pw, cmax)),
                 "lm_head": n * cmax}
-        lm = sum(completions) if prof.lm_head_train == "completion" else n * (lw - 1)
-        one = {"tokens": n * lw, "attn_causal": n * _tri(lw), "attn_full": n * lw * lw, "lm_head": lm}
+
+        def passes(idx):  # one log-prob pass over the rows idx, each padded to the batch's widths
+            m = len(idx)
+            lm = sum(completions[i] for i in idx) if prof.lm_head_train == "completion" else m * (lw - 1)
+            return {"tokens": m * lw, "attn_causal": m * _tri(lw), "attn_full": m * lw * lw, "lm_head": lm}
     else:
-        lm = sum(completions) if prof.lm_head_train == "completion" else sum(x - 1 for x in lens)
-        one = {"tokens": sum(lens), "attn_causal": sum(_tri(x) for x in lens),
-               "attn_full": sum(x * x for x in lens), "lm_head": lm}
+        def passes(idx):
+            ls = [lens[i] for i in idx]
+            lm = sum(completions[i] for i in idx) if prof.lm_head_train == "completion" else sum(x - 1 for x in ls)
+            return {"tokens": sum(ls), "attn_causal": sum(_tri(x) for x in ls),
+                    "attn_full": sum(x * x for x in ls), "lm_head": lm}
+    one = passes(range(n))
+    trained = one if rows is None else passes(rows)
     if not prof.rollout_is_padded:  # each completion decodes its own tokens; logits only where sampled
         roll = {"tokens": sum(pre) + sum(c - 1 for c in completions),
                 "attn_causal": sum(_tri(p) for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "attn_full": sum(p * p for p in pre) + sum(_decode_pairs(p, c) for p, c in zip(prompts, completions)),
                 "lm_head": sum(completions)}
     for s in _STATS:
-        w[f"update.train.{s}"] = iterations * one[s]
-    w["count.update"] = iterations * sum(lens)
+        w[f"update.train.{s}"] = iterations * trained[s]
+    w["count.update"] = iterations * (sum(lens) if rows is None else sum(lens[i] for i in rows))
     if generation:
         for s in _STATS:
             w[f"rollout.{s}"] = roll[s]
@@ -163,6 +173,8 @@ def _build_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
             w["reward.attn_full"] = sum(r * r for r in run)
             w["reward.heads"] = sum(run)       # score heads project every position, padding included
             w["count.reward"] = sum(reward)
+    if exact:  # unrounded, for shape_rollouts
+        return w
     return {key: int(round(v)) for key, v in w.items()}
 
 
@@ -177,6 +189,8 @@ class Needs:
     linear attention decodes through a recurrent update)."""
     chunks: bool = False
     """Linear attention: sequences and 64-token chunks of full-sequence passes."""
+    chunk_size: int = CHUNK
+    """Tokens per chunk of `chunks` (traced Mamba-2 scans: the config's chunk_size)."""
     chunks2: bool = False
     """Chunked SSM scans (Mamba-2's torch path, traced): squares of each sequence's chunk count
     (the inter-chunk decay matrix)."""
@@ -220,9 +234,9 @@ def _seq_stats(length, needs: Needs) -> dict:
         out[f"attn_causal.w{w}"] = _win(length, w)
         out[f"attn_full.w{w}"] = length * length  # eager attention computes the square, then masks
     if needs.chunks:
-        out["rows"], out["chunks"] = 1, math.ceil(length / CHUNK)
+        out["rows"], out["chunks"] = 1, math.ceil(length / needs.chunk_size)
     if needs.chunks2:
-        out["chunks2"] = math.ceil(length / CHUNK) ** 2
+        out["chunks2"] = math.ceil(length / needs.chunk_size) ** 2
     return out
 
 
@@ -243,7 +257,8 @@ def _acc(total: dict, prefix: str, stats: dict, times=1) -> None:
 
 
 def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: EngineProfile,
-                reward: list | None, iterations: int, generation: bool, pol: Needs, rm: Needs) -> dict:
+                reward: list | None, iterations: int, generation: bool, pol: Needs, rm: Needs,
+                rows: list | None = None) -> dict:
     """The statistics `pol` and `rm` add, over the same passes _build_work counts."""
     w = {key: 0 for p in PASSES for key in pol.keys(p)}
     w.update({key: 0 for key in rm.keys("reward")} if reward else {})
@@ -260,13 +275,17 @@ def _extra_work(prompts: list, completions: list, settings: GRPOSettings, prof: 
         gen = [(p, c, prof.prefill_per_completion or i % k == 0) for i, (p, c) in enumerate(zip(prompts, completions))]
         calls = 0  # engines without HF generate (vLLM) run no peft forward per step
     micro = prof.micro_batches(settings)
-    one = {}
-    for x in train:
-        _acc(one, "x", _seq_stats(x, pol))
-    one = {key[2:]: v for key, v in one.items()}
-    _acc(w, "update.train", one, iterations)
-    if pol.calls:
-        w["update.train.calls"] += iterations * micro
+
+    def passes(idx):
+        out = {}
+        for i in idx:
+            _acc(out, "x", _seq_stats(train[i], pol))
+        return {key[2:]: v for key, v in out.items()}
+
+    one = passes(range(n))
+    _acc(w, "update.train", one if rows is None else passes(rows), iterations)
+    if pol.calls:  # one forward call per micro-batch (a slice of n / micro rows)
+        w["update.train.calls"] += iterations * (micro if rows is None else -(-len(rows) * micro // n))
     if generation:
         for p, c, prefill in gen:
             if prefill:
@@ -291,7 +310,8 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
                       reward_lengths: Sequence[int] | None = None, *,
                       iterations: int | None = None, generation: bool = True,
                       reward_widths: Sequence[int] | None = None,
-                      policy: ModelSpec | None = None, reward_model: ModelSpec | None = None) -> dict:
+                      policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                      rows: Sequence[int] | None = None) -> dict:
     """Exact work of one GRPO generation batch from real token lengths.
 
     prompt_lengths: one entry per completion (K per prompt, consecutive), or one per prompt
@@ -306,6 +326,12 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     passes, and settings.num_iterations training passes. A ledger that records TRL's mu
     optimizer steps separately passes iterations=1 for each, generation=False for all but the
     step that generated: the parts add up to the whole.
+
+    rows: the rows of the batch (indices into the completions, repeats allowed) that the
+    `iterations` training passes ran over; None: every row. TRL trains a generation batch in
+    steps_per_generation slices, one per micro-step (a micro-step of every optimizer step with
+    gradient accumulation), each padded to the whole batch's widths: an optimizer step is
+    charged the slices it trained, so the steps of one generation add up to its passes.
 
     policy, reward_model: the specs, when their architecture needs more than the base statistics
     (sliding windows, latent or linear attention, MoE forward calls: `Needs`); dense
@@ -340,17 +366,28 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
     its = settings.num_iterations if iterations is None else iterations
     if isinstance(its, bool) or not isinstance(its, int) or its < 0:
         raise RaceError(f"iterations must be a non-negative integer, got {its!r}")
+    if rows is not None:
+        rows = list(rows)
+        if any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(comps) for i in rows):
+            raise RaceError(f"rows must be indices into the {len(comps)} completions of the batch")
     return Work(_build_work(prompts, comps, settings, prof, reward, its, generation, _needs(policy, reward_model),
-                            widths), engine)
+                            widths, rows), engine)
 
 
 def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GRPOSettings,
                     engine: str = "generic", reward_tokens: float | None = None, *,
-                    policy: ModelSpec | None = None, reward_model: ModelSpec | None = None) -> dict:
+                    policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                    kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> dict:
     """Work of one GRPO step (a generation batch of K*B completions and mu updates) when every
     prompt has `prompt_tokens` and every completion `completion_tokens` tokens (means may be
     fractional; each work entry is rounded to an integer). reward_tokens: tokens per sequence
     scored by a reward model, None for rule rewards.
+
+    What real runs do (`shape_rollouts`): `kept`, the completions per generation batch the update
+    trains on (default all K*B; the rest were generated and discarded: filtered groups, overlong
+    masks, stale samples dropped); `environment_tokens`, tool/environment tokens per completion
+    that a multi-turn rollout feeds back into the context (prefill, never decode), over `turns`
+    policy turns (completion_tokens are then the policy's own tokens only).
 
     settings: the GRPO settings; engine: the profile the work is built for. Returns the work (a
     Work built for `engine`).
@@ -358,8 +395,9 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
     prof = get_engine(engine)
     (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False, scalar=True)
     (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False, scalar=True)
-    if c > settings.max_completion_tokens:
-        raise RaceError(f"completion_tokens {c:g} exceeds max_completion_tokens={settings.max_completion_tokens}")
+    e = _check_env(environment_tokens, turns, c)
+    if c + e > settings.max_completion_tokens:
+        raise RaceError(f"completion_tokens {c + e:g} exceeds max_completion_tokens={settings.max_completion_tokens}")
     n = settings.group_size * settings.prompts_per_step
     r = None
     if reward_tokens is not None:
@@ -367,8 +405,74 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
         r = [rt] * n
     if prof.padded:  # every row equally long: padding only from pad_to_multiple_of
         p, c = (math.ceil(p), math.ceil(c)) if settings.pad_to_multiple_of else (p, c)
-    return Work(_build_work([p] * n, [c] * n, settings, prof, r, settings.num_iterations, True,
-                            _needs(policy, reward_model)), engine)
+    if kept is None and not e:
+        return Work(_build_work([p] * n, [c] * n, settings, prof, r, settings.num_iterations, True,
+                                _needs(policy, reward_model)), engine)
+    raw = _build_work([p] * n, [c + e] * n, settings, prof, r, settings.num_iterations, True,
+                      _needs(policy, reward_model), exact=True)
+    return Work(shape_rollouts(raw, n, c, e, turns, n if kept is None else kept, prof), engine)
+
+
+def _check_env(environment_tokens, turns, c) -> float:
+    if isinstance(turns, bool) or not isinstance(turns, numbers.Real) or not math.isfinite(turns) or turns < 1:
+        raise RaceError(f"turns = {turns!r} must be a number >= 1", "policy turns per multi-turn rollout")
+    if turns > c:
+        raise RaceError(f"turns = {turns:g} exceeds the policy's {c:g} tokens per completion",
+                        "every turn generates at least one token")
+    if environment_tokens in (0, None):
+        if turns != 1:
+            raise RaceError(f"turns = {turns:g} without environment_tokens",
+                            "a multi-turn rollout feeds tool/environment tokens back between turns")
+        return 0
+    (e,) = _check_lengths([environment_tokens], "environment_tokens", integral=False, scalar=True)
+    return e
+
+
+def shape_rollouts(raw: dict, n: int, c: float, e: float, turns: float, kept: float,
+                   prof: EngineProfile) -> dict:
+    """Work of a batch whose rollouts were not all trained on, or were multi-turn, from the raw
+    work of `n` completions of c + e tokens each (unrounded, as `_build_work(exact=True)` gives it).
+
+    - Multi-turn (e > 0 environment tokens per completion over `turns` policy turns): every token
+      still passes the policy once and attends to its whole prefix (prefix caching keeps the
+      context between turns), but environment tokens are prefilled, not decoded: no LM-head
+      position in the rollout (and none in training passes that score only completion tokens),
+      and, for models whose decode differs from their prefill (MLA, linear attention), the
+      environment tokens and each later turn's first token move from decode to prefill (the
+      turns assumed evenly interleaved).
+    - Discarded rollouts (kept < n): generation (and the reward, which decides what is kept)
+      ran for all n; every update pass (train, old-policy, reference) runs over the kept ones only.
+
+    count.rollout_completion counts the policy's tokens; count.rollout_env the environment
+    tokens; count.discarded the completions generated and never trained on."""
+    if isinstance(kept, bool) or not isinstance(kept, numbers.Real) or not 0 <= kept <= n:
+        raise RaceError(f"kept = {kept!r} completions: must be between 0 and the {n} generated",
+                        "kept counts the completions the update trained on")
+    w = dict(raw)
+    if e:
+        w["rollout.lm_head"] -= n * e
+        w["count.rollout_completion"] = n * c
+        w["count.rollout_env"] = n * e
+        if prof.lm_head_train == "completion":
+            for part in ("train", "old", "ref"):
+                w[f"update.{part}.lm_head"] *= c / (c + e)
+        if "rollout.decode_tokens" in w:
+            moved = e + turns - 1
+            naive = c + e - 1
+            w["rollout.decode_tokens"] -= n * moved
+            w["rollout.prefill_tokens"] += n * moved
+            w["rollout.decode_pairs"] *= (naive - moved) / naive if naive else 0
+        if "rollout.rows" in w and turns > 1:  # each later turn's prefill is one more scanned chunk run
+            w["rollout.rows"] += n * (turns - 1)
+            w["rollout.chunks"] += n * (turns - 1) * math.ceil((e / (turns - 1) + 1) / CHUNK)
+    if kept != n:
+        f = kept / n
+        for key in list(w):
+            if key.startswith("update.") and not key.endswith(".calls"):
+                w[key] *= f
+        w["count.update"] *= f
+        w["count.discarded"] = n - kept
+    return {key: int(round(v)) for key, v in w.items()}
 
 
 def _needs(policy: ModelSpec | None, reward_model: ModelSpec | None) -> tuple[Needs, Needs] | None:
@@ -404,7 +508,8 @@ def tokens_from_work(work: dict) -> dict:
 
 _EXTRA_KEY = re.compile(r"^(?:(?:rollout|update\.train|update\.old|update\.ref|reward)\.(?:attn_(?:causal|full)\.w[1-9][0-9]*"
                         r"|rows|chunks|chunks2)|(?:rollout|update\.train|update\.old)\.calls"
-                        r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs))$")
+                        r"|rollout\.(?:prefill_tokens|decode_tokens|decode_pairs)"
+                        r"|count\.(?:rollout_env|discarded))$")
 """Work keys `Needs` adds (calls only where the adapter runs: not the reference, not the reward model)."""
 
 
@@ -418,6 +523,5 @@ def check_work(work: dict) -> None:
             raise RaceError(f"work['{key}'] = {v!r} must be a non-negative integer")
 
 
-__all__ = ["ATTENTION", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "COUNT_KEYS", "CHUNK", "Work", "Needs",
-           "work_from_lengths", "work_from_means", "add_work", "tokens_from_work", "reward_tokens_of",
-           "reward_tokens_bound"]
+__all__ = ["ATTENTION", "PHASES", "TOKEN_KEYS", "WORK_KEYS", "COUNT_KEYS", "CHUNK", "Work", "Needs", "work_from_lengths",
+           "work_from_means", "shape_rollouts", "add_work", "tokens_from_work", "reward_tokens_of", "reward_tokens_bound"]

@@ -255,10 +255,12 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     from ..accounting import GRPOSettings, phase_flops, work_from_lengths
     from ..accounting.adapter import adapter_from_peft
     from ..accounting.modelspec import load_spec
+    from ..accounting.traced import spec_for
 
     policy = load_spec(str(model))
     scored = [n for n in (scored_lengths or []) if n > 0]
-    reward_model = load_spec(str(scorer)) if scorer is not None and scored else None
+    # A scorer of any family: the analytic recipe, else the traced path (a GPT-2 reward model).
+    reward_model = spec_for(str(scorer)) if scorer is not None and scored else None
     settings = GRPOSettings(group_size=1, prompts_per_step=len(prompt_lengths),
                             max_completion_tokens=max(generated_lengths), gradient_checkpointing=False)
     work = work_from_lengths(prompt_lengths, generated_lengths, settings, engine="generic",

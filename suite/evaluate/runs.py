@@ -55,6 +55,16 @@ def run_models(run_dir: Path, native_reward: str | None = None,
 
             reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
     policy = policy or report.model
+    if native_reward == "none":              # evaluate without a native reward
+        return _base_of(policy, run_dir), None, None
+    if native_reward is None and native_reward_model:
+        from ..train.rewards import is_sequence_classifier
+
+        if is_sequence_classifier(native_reward_model):
+            native_reward = "orm"            # a TRL reward model folder scores as an outcome reward model
+        else:
+            raise RaceError("--native-reward-model needs --native-reward NAME (orm for a sequence classifier, "
+                            "prm for a process reward model)")
     if native_reward:
         system, reward_model = native_reward, native_reward_model
     system = system or report.reward_system
@@ -66,15 +76,20 @@ def run_models(run_dir: Path, native_reward: str | None = None,
         raise RaceError(f"run {run_dir} was trained with reward {system!r}, which the suite cannot rerun as its "
                         "native_reward", f"pass --native-reward NAME ({', '.join(sorted(REWARD_SYSTEMS))}) to score "
                                          "with one of the suite's reward systems")
-    base = _resolve_model(policy, run_dir)
-    if base is None:
-        raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
-                        "pass --model with the policy folder the run trained")
+    base = _base_of(policy, run_dir)
     resolved = _resolve_model(reward_model, run_dir) if reward_model else None
     if reward_model and resolved is None:
         raise RaceError(f"reward model of run {run_dir} not found ({reward_model!r})",
                         "the native reward needs the run's reward model folder")
     return base, system, str(resolved) if resolved else None
+
+
+def _base_of(policy, run_dir: Path) -> Path:
+    base = _resolve_model(policy, run_dir)
+    if base is None:
+        raise RaceError(f"base model of run {run_dir} not found (policy {policy!r})",
+                        "pass --model with the policy folder the run trained")
+    return base
 
 
 def check_valid(doc: dict, path: Path, section: str = "$.evaluations", *, with_ledger: bool = False) -> None:
@@ -132,6 +147,8 @@ def evaluate_base(model: str | Path, out: str | Path, targets=DEFAULT_TARGETS, l
     from ..atomic import write_json_atomic
 
     out = Path(out)
+    if native_reward == "none":
+        native_reward = native_reward_model = None
     config = EvalConfig(model=str(model), adapter=None, targets=tuple(targets), limit=limit, backend=backend,
                         judge=judge, native_reward=native_reward, native_reward_model=native_reward_model,
                         data_dir=data_dir, out_dir=str(out / "eval"), batch_size=batch_size, device=device)

@@ -85,6 +85,12 @@ class Step:
     """verl: timing_s/update_actor (the passes perf/mfu/actor measures)."""
     gpus: float | None = None
     """GPUs the log implies (verl: total tokens / (throughput x step seconds))."""
+    kept: float | None = None
+    """Completions the update trained on (None: all generated; MLPerf: global_valid_seqs)."""
+    environment_tokens: float = 0
+    """Multi-turn: environment/tool tokens per completion (prefill)."""
+    turns: float = 1
+    """Multi-turn: policy turns per completion."""
 
 
 def _need(entry: Mapping, key: str, needed: Mapping[str, str], where: str, engine: str) -> float:
@@ -255,7 +261,9 @@ class ImportResult:
 
 def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine: str, engine_version: str,
                  engine_profile: str, notes: str, source: dict, force: bool = False,
-                 peak_tflops: float = DEFAULT_PEAK_TFLOPS, declared_steps: int | None = None) -> ImportResult:
+                 peak_tflops: float = DEFAULT_PEAK_TFLOPS, assumptions: list[dict] | None = None,
+                 evaluations: list[dict] | None = None, hardware=None,
+                 declared_steps: int | None = None) -> ImportResult:
     """Write ledger.jsonl, report.json and comparison.json for `steps` of `cell` into `out`.
     FLOPs come from suite.accounting under `engine_profile`; the report's provenance is
     `imported` from `source` ({engine, file, fields}), with `declared_steps` (the engine's own
@@ -278,6 +286,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
 
     spec = replace(cell.run_spec(engine_profile), engine=EngineSpec(name=engine, version=engine_version),
                    label=cell.label or cell.name, notes=notes)
+    if hardware is not None:
+        spec = replace(spec, hardware=hardware)
     policy = load_spec(spec.policy)
     adapter, settings = spec.adapter, spec.grpo
     reward_model = load_spec(spec.reward.model) if spec.reward.model else None
@@ -293,8 +303,11 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                                 f"{cell.name} has prompts_per_step x K = {expected}",
                                 "import with the cell the run was launched from (race export verl CELL)")
             rtok = s.prompt_mean + s.completion_mean if reward_model is not None else None
+            if reward_model is not None:
+                rtok += s.environment_tokens
             one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
-                                      reward_tokens=rtok, policy=policy, reward_model=reward_model)
+                                      reward_tokens=rtok, policy=policy, reward_model=reward_model, kept=s.kept,
+                                      environment_tokens=s.environment_tokens, turns=s.turns)
             work = acc.add_work(*([one] * s.generations))
             passes = acc.pass_breakdown(work, policy, adapter, settings, reward_model, engine_profile, cell.attention)
             flops = dict.fromkeys(acc.PHASES, 0)
@@ -323,8 +336,9 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
         cmp.verl_estimator_update, cmp.verl_mfu_update = verl_est, mfu_flops
         cmp.peak_flops = peak_tflops * 1e12
 
-    report = build_report(ledger_path, spec, report_dir=out, provenance=Provenance(
-        "imported", recorder=f"race import {engine}", steps=declared_steps or steps[-1].step, source=source))
+    report = build_report(ledger_path, spec, report_dir=out, evaluations=evaluations, provenance=Provenance(
+        "imported", recorder=f"race import {source.get('engine', engine)}", steps=declared_steps or steps[-1].step,
+        source=source, assumptions=tuple(assumptions) if assumptions else None))
     write_report(report_path, report)
     write_json_atomic(cmp_path, cmp.to_dict())
     return ImportResult(ledger_path, report_path, cmp_path, report.doc, cmp)
@@ -386,7 +400,7 @@ def trl_global_step(state: str | Path, last_logged: int) -> int:
         path = path / "trainer_state.json"
     try:
         g = jsonstrict.load(path, allow_nan=True).get("global_step")
-    except (OSError, jsonstrict.JSONInputError, AttributeError):
+    except (OSError, ValueError, RaceError, AttributeError):   # JSONInputError is a ValueError or RaceError
         return last_logged  # read_trl_state has read it already: nothing new to say
     if isinstance(g, bool) or not isinstance(g, int):
         return last_logged

@@ -477,10 +477,15 @@ class Provenance:
     """estimated: {prompt_tokens, completion_tokens, reward_tokens} every step was priced from."""
     reference_cell: str | None = None
     """The suite reference cell the run was made from, if any."""
+    assumptions: tuple[Mapping[str, Any], ...] | None = None
+    """What the log did not say and the report assumed: [{field, value, why, low?, high?}]."""
 
     def to_report(self) -> dict:
         """The `provenance` section (fields not given are left out)."""
-        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.__dict__.items() if v is not None}
+        out = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in self.__dict__.items() if v is not None}
+        if self.assumptions is not None:
+            out["assumptions"] = [dict(a) for a in self.assumptions]
+        return out
 
 
 @dataclass(frozen=True)
@@ -494,12 +499,21 @@ class Means:
     reward_tokens: float | None = None
     """Mean tokens a reward model scores per completion; None: prompt + completion (model
     rewards) or nothing (rule rewards)."""
+    environment_tokens: float = 0
+    """Multi-turn: mean environment/tool tokens per completion (prefill); completion_tokens are
+    then the policy's own."""
+    turns: float = 1
+    """Multi-turn: mean policy turns per rollout."""
+    kept_share: float | None = None
+    """Share of the generated completions the update trained on (None: all)."""
 
 
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
     from ..accounting.modelspec import ModelSpec, load_spec
 
-    return x if isinstance(x, ModelSpec) else load_spec(x)
+    if isinstance(x, ModelSpec) or getattr(x, "traced", False):  # a traced spec (suite.accounting.traced) too
+        return x
+    return load_spec(x)
 
 
 def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: str, created: str | None,
@@ -549,8 +563,42 @@ def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: st
     doc["pretraining"] = share_of_pretraining(totals["flops"]["total"], policy)
     if sources is not None:
         doc["sources"] = sources
+    ro = rollouts_section(totals, spec)
+    if ro is not None:
+        doc["rollouts"] = ro
     schemas.check_report(doc)
     return doc
+
+
+def rollouts_section(totals: Mapping[str, Any], spec: RunSpec) -> dict | None:
+    """The report's `rollouts` section (1.2), from the summed work (count.completions,
+    count.discarded, count.rollout_env) and what the run description says (spec.rollouts:
+    turns, reasons, off-policy lag, how updates consume a batch); None for a plain run.
+    Discarded completions' rollout FLOPs are their share of the rollout FLOPs (every completion
+    priced at the step's means)."""
+    work, desc = totals.get("work") or {}, dict(spec.rollouts or {})
+    generated = int(work.get("count.completions", 0))
+    discarded = int(work.get("count.discarded", 0))
+    env = int(work.get("count.rollout_env", 0))
+    if not (desc or discarded or env) or not generated:
+        return None
+    out: dict[str, Any] = {"generated": generated, "trained": generated - discarded, "discarded": discarded,
+                           "discarded_share": discarded / generated,
+                           "discarded_rollout_flops": round(totals["flops"]["rollout"] * discarded / generated)}
+    if desc.get("reasons"):
+        out["reasons"] = list(desc["reasons"])
+    if env:
+        out["multi_turn"] = {"environment_tokens": env, "turns": float(desc.get("turns") or 1)}
+        if desc.get("max_turns"):
+            out["multi_turn"]["max_turns"] = int(desc["max_turns"])
+    if desc.get("off_policy"):
+        out["off_policy"] = dict(desc["off_policy"])
+    up = desc.get("updates")
+    if up:
+        mu = spec.grpo.num_iterations
+        steps = int(up.get("optimizer_steps_per_generation") or (mu if up["kind"] == "epochs" else 1))
+        out["updates"] = {"kind": up["kind"], "optimizer_steps_per_generation": steps, "passes_per_token": mu}
+    return out
 
 
 def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str, Any], *, provenance: Provenance,
@@ -607,9 +655,11 @@ def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:
     policy = _model_spec(spec.policy)
     reward_model = _model_spec(spec.reward.model) if spec.reward.model else None
     try:
+        n = spec.grpo.group_size * spec.grpo.prompts_per_step
         one = step_flops(policy, spec.adapter, spec.grpo, means.prompt_tokens, means.completion_tokens,
                          engine=spec.engine_profile, attention=spec.attention, reward_model=reward_model,
-                         reward_tokens=means.reward_tokens)
+                         reward_tokens=means.reward_tokens, environment_tokens=means.environment_tokens,
+                         turns=means.turns, kept=None if means.kept_share is None else n * means.kept_share)
     except RaceError as e:
         raise RaceError(f"estimate: {e.message}", e.hint or "check the mean lengths against max_completion_tokens") \
             from None
@@ -617,28 +667,42 @@ def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:
     return work, phase_flops(work, policy, spec.adapter, spec.grpo, reward_model, spec.engine_profile, spec.attention)
 
 
-def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = None,
-                   evaluations: list[Mapping[str, Any]] | None = None) -> Report:
+def build_estimate(run_spec: RunSpec, means: Means | None = None, *, created: str | None = None,
+                   evaluations: list[Mapping[str, Any]] | None = None,
+                   stages: list[tuple[str, RunSpec, Means]] | None = None) -> Report:
     """A report from aggregate numbers (a paper's setup table): every one of the spec's
     declared `steps` priced by suite.accounting as a step of `means` lengths (work_from_means,
     the same formulas as a ledger's), marked `provenance.method = estimated`, with no ledger. A
     published run (spec.sources) gets its `sources` section: each number's source, the
     assumptions and the estimate's range over them (suite.record.sources).
 
-    Args: `run_spec` (its `steps` declared), `means` (Means), `created`, `evaluations` as for
-    build_report. Returns the Report (schema-checked).
+    A staged run (`stages`: [(name, stage spec, stage means)], in order) is priced stage by
+    stage: its totals are the sum of the stages' (each its own K, prompts per step, caps, mu,
+    means), its `stages` section lists each, its grpo section is the last stage's, its
+    provenance means are the step-weighted means of the stages, and `run_spec` gives what the
+    whole run shares (identity, hardware, sources).
+
+    Args: `run_spec` (its `steps` declared, unless staged), `means` (Means; None when staged),
+    `created`, `evaluations` as for build_report, `stages`. Returns the Report (schema-checked).
     """
     from ..accounting import tokens_from_work
 
-    spec = run_spec
-    if not spec.steps:
-        raise RaceError("an estimate needs the number of optimizer steps the run took",
-                        "add `steps: N` to the run description (the setup table's step count)")
-    work, flops = _estimate(spec, means)
+    stage_rows = None
+    if stages:
+        spec, means, work, flops, stage_rows, price = _staged(run_spec, stages)
+    else:
+        spec = run_spec
+        if not spec.steps:
+            raise RaceError("an estimate needs the number of optimizer steps the run took",
+                            "add `steps: N` to the run description (the setup table's step count)")
+        work, flops = _estimate(spec, means)
+
+        def price(s, m):
+            return sum(_estimate(s, m)[1].values())
     reward_tokens = None
     if spec.reward.model:
         reward_tokens = means.reward_tokens if means.reward_tokens is not None \
-            else means.prompt_tokens + means.completion_tokens
+            else means.prompt_tokens + means.completion_tokens + means.environment_tokens
     prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
                       means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
                              "reward_tokens": reward_tokens})
@@ -646,10 +710,77 @@ def build_estimate(run_spec: RunSpec, means: Means, *, created: str | None = Non
     if spec.sources is not None:
         from .sources import section
 
-        sources = section(spec, means, sum(flops.values()), lambda s, m: sum(_estimate(s, m)[1].values()))
-    return Report(_document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
-                            run_id=spec.id or spec.label or "estimate", created=created, times=None,
-                            evaluations=evaluations, notes=None, ledger=None, sources=sources))
+        sources = section(spec, means, sum(flops.values()), price)
+    doc = _document(spec, totals_from(flops, tokens_from_work(work), work, spec.steps), prov,
+                    run_id=spec.id or spec.label or "estimate", created=created, times=None,
+                    evaluations=evaluations, notes=None, ledger=None, sources=sources)
+    if stage_rows is not None:
+        doc["stages"] = stage_rows
+        schemas.check_report(doc)
+    return Report(doc)
+
+
+def _weighted(stages: list[tuple[str, RunSpec, Means]], field: str) -> float | None:
+    vals = [(s.steps, getattr(m, field)) for _, s, m in stages]
+    if any(v is None for _, v in vals):
+        return None
+    return sum(n * v for n, v in vals) / sum(n for n, _ in vals)
+
+
+def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
+    """(spec, means, work, flops, stages section, price) of a staged estimate."""
+    from ..accounting import add_work, tokens_from_work
+
+    rows, works, flops = [], [], dict.fromkeys(PHASES, 0)
+    for name, s, m in stages:
+        if not s.steps:
+            raise RaceError(f"estimate: stage {name} needs its number of optimizer steps", "add `steps: N` to the stage")
+        w, f = _estimate(s, m)
+        works.append(w)
+        for ph in PHASES:
+            flops[ph] += f[ph]
+        g = s.grpo
+        mrow = {"prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens}
+        if m.environment_tokens:
+            mrow["environment_tokens"] = m.environment_tokens
+        if m.kept_share is not None:
+            mrow["kept_share"] = m.kept_share
+        row = {"name": name, "steps": s.steps,
+               "grpo": {"group_size": g.group_size, "prompts_per_step": g.prompts_per_step,
+                        "max_completion_tokens": g.max_completion_tokens, "num_iterations": g.num_iterations},
+               "means": mrow, "flops": {**{ph: int(f[ph]) for ph in PHASES}, "total": int(sum(f.values()))},
+               "tokens": {k: int(v) for k, v in tokens_from_work(w).items()}}
+        if s.hardware is not None and s.hardware != run_spec.hardware:
+            row["hardware"] = s.hardware.to_report()
+        rows.append(row)
+    steps = sum(s.steps for _, s, _ in stages)
+    means = Means(_weighted(stages, "prompt_tokens"), _weighted(stages, "completion_tokens"),
+                  _weighted(stages, "reward_tokens"), environment_tokens=_weighted(stages, "environment_tokens") or 0,
+                  turns=_weighted(stages, "turns") or 1)
+    last = stages[-1][1]
+    spec = replace(last, steps=steps, hardware=run_spec.hardware, sources=run_spec.sources, id=run_spec.id,
+                   label=run_spec.label, evaluations=run_spec.evaluations, notes=run_spec.notes,
+                   rollouts=run_spec.rollouts)
+
+    def price(s, m):
+        """A staged run priced with the whole run's values moved to `s`, `m` (the sources' ends):
+        each stage's steps and means scaled by the same factor (a mean at most its stage's cap),
+        K/B/mu/beta set on every stage."""
+        total = 0
+        for _, st, sm in stages:
+            g = st.grpo
+            for k in ("prompts_per_step", "group_size", "num_iterations", "beta"):
+                if getattr(s.grpo, k) != getattr(spec.grpo, k):
+                    g = replace(g, **{k: getattr(s.grpo, k)})
+            n = max(1, round(st.steps * s.steps / steps))
+            mm = replace(sm, **{k: getattr(sm, k) * getattr(m, k) / getattr(means, k)
+                                for k in ("prompt_tokens", "completion_tokens", "reward_tokens")
+                                if getattr(sm, k) is not None and getattr(means, k)})
+            cap = st.grpo.max_completion_tokens - sm.environment_tokens   # a stage's mean stays under its cap
+            mm = replace(mm, completion_tokens=min(mm.completion_tokens, cap))
+            total += sum(_estimate(replace(st, grpo=g, steps=n), mm)[1].values())
+        return total
+    return spec, means, add_work(*works), flops, rows, price
 
 
 __all__ = ["Evaluation", "Report", "UnreadableReport", "read_report", "write_report", "update_report",

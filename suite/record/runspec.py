@@ -111,6 +111,7 @@ class RunSpec:
     notes: str | None = None  # free text for run.notes
     reference_cell: str | None = None  # the suite reference cell the run was made from
     sources: Mapping[str, Any] | None = None  # a published run: {published, facts, assumed} (record.sources)
+    rollouts: Mapping[str, Any] | None = None  # multi-turn, discards, off-policy, updates (the cell's `rollouts`)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RunSpec":
@@ -165,7 +166,8 @@ def _run_spec_from_dict(d: Mapping[str, Any], base: Path | None = None) -> RunSp
                    label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
                    evaluations=tuple(dict(e) for e in d.get("evaluations") or ()), steps=d.get("steps"),
                    hardware=Hardware.from_dict(d["hardware"], "run spec: hardware") if d.get("hardware") else None,
-                   notes=d.get("notes"), reference_cell=d.get("reference_cell"), sources=d.get("sources"))
+                   notes=d.get("notes"), reference_cell=d.get("reference_cell"), sources=d.get("sources"),
+                   rollouts=dict(d["rollouts"]) if d.get("rollouts") else None)
 
 
 def beside(value: str, base: Path | None) -> str:

@@ -38,6 +38,8 @@ STUDY = "study-v1.schema.json"
 """A study file (tasks/studies/*.yaml)."""
 FINDINGS = "findings-v1.schema.json"
 """The findings of a study (findings.json)."""
+KEYMAP = "keymap-v1.schema.json"
+"""An importer key map (tasks/engines/*.yaml)."""
 CURVES = "curves-v1.schema.json"
 """Compute-performance curves per allocation (curves.json, `race curves`)."""
 
@@ -296,5 +298,5 @@ def record_shape() -> RecordShape:
 
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES",
+           "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",
            "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

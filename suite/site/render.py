@@ -92,6 +92,14 @@ class Row:
         return achieved(self.flops, self.seconds)
 
     @property
+    def phase_utilization(self) -> dict[str, float | None]:
+        """Each phase's achieved FLOP/s over the declared peak of all its accelerators (None without
+        hardware or seconds): beside the FLOP shares, where rollouts take the wall time and
+        updates the FLOPs."""
+        peak = self.hardware.peak_flops * self.hardware.count if self.hardware else None
+        return {ph: (r / peak if r and peak else None) for ph, r in self.flops_per_second.items()}
+
+    @property
     def series(self) -> str:
         """The series a compute frontier is drawn for: never pool model sizes or reward systems."""
         return f"{self.size_label} · {self.reward_system}"
@@ -452,7 +460,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
                        "utilization": rates[ph] / peak if rates[ph] and peak else None} for ph in PHASES]
             sections = [(k, [(key, leaf_text(v), safe_href(v)) for key, v in settings_rows(e.doc[k])])
                         for k in ("run", "policy", "adapter", "grpo", "reward", "accounting", "budget", "ledger",
-                                  "provenance", "hardware", "pretraining", "sources")
+                                  "provenance", "hardware", "rollouts", "stages", "pretraining", "sources")
                         if k in e.doc]
             _write(out / e.row.page, page.render(
                 **common, js="", root="../", current="", row=e.row, filename=e.filename, phases=phases,

@@ -64,7 +64,18 @@ def _table_env(fmt: str):
         """Achieved GFLOP/s of rollout / update / reward ("—" for a phase without FLOPs or seconds)."""
         return " / ".join(formatting.gflops(rates.get(ph)) for ph in PHASES)
 
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci, gflops=gflops)
+    def phases(values, fmt_one):
+        """rollout / update / reward of a per-phase mapping, each formatted ("—" where absent)."""
+        return " / ".join(fmt_one(values.get(ph)) for ph in PHASES)
+
+    def seconds(values):
+        return phases(values, lambda v: "—" if v is None else f"{v:,.0f}")
+
+    def utils(values):
+        return phases(values, pct)
+
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, texsci=texsci, gflops=gflops,
+                       seconds=seconds, utils=utils)
     return env
 
 
@@ -95,7 +106,8 @@ def table_record(r: Row) -> dict[str, Any]:
             "adapter": r.adapter, "lora_rank": r.lora_rank, "group_size": r.group_size, "steps": r.steps,
             "flops": r.flops, "shares": r.shares, "update_share": r.update_share, "tokens": r.tokens,
             "accounting": r.accounting, "attention": r.attention, "budget_band": r.budget_band,
-            "scores": r.scores, "seconds": r.seconds, "flops_per_second": r.flops_per_second}
+            "scores": r.scores, "seconds": r.seconds, "flops_per_second": r.flops_per_second,
+            "utilization": r.phase_utilization}
 
 
 def table_from_files(paths: Sequence[str | os.PathLike], fmt: str, *, check: bool = True) -> str:

@@ -115,6 +115,11 @@ class CellSpec:
     """Published runs: setup field -> {url, where} it was read from."""
     assumed: Mapping[str, Any] | None = None
     """Published runs: setup field -> {low, high, why} where the sources are silent."""
+    rollouts: Mapping[str, Any] | None = None
+    """What the rollouts were: {environment_tokens, turns, kept_share, reasons, off_policy, updates}
+    (multi-turn, discarded rollouts, off-policy lag; the report's `rollouts` section)."""
+    stages: tuple[Mapping[str, Any], ...] | None = None
+    """Estimates of a staged run: each stage's overrides {name, steps, group_size, ...}, in order."""
     source: str | None = None
     """The YAML file this cell came from."""
 
@@ -126,14 +131,22 @@ class CellSpec:
         return self.prompts_per_step * self.group_size
 
     @property
+    def steps_per_generation(self) -> int | None:
+        """TRL steps_per_generation (engine.steps_per_generation): slices of a generation batch,
+        one per micro-step; None: one generation batch per optimizer step."""
+        v = self.engine.get("steps_per_generation")
+        return None if v is None else int(v)
+
+    @property
     def micro_batch(self) -> int:
-        """Sequences per forward/backward pass."""
-        return int(self.engine.get("micro_batch") or self.generation_batch)
+        """Sequences per forward/backward pass (default: the whole generation batch, or one
+        slice of it with steps_per_generation)."""
+        return int(self.engine.get("micro_batch") or self.generation_batch // (self.steps_per_generation or 1))
 
     @property
     def gradient_accumulation_steps(self) -> int:
-        """Micro-batches per optimizer step (the whole generation batch per step)."""
-        return self.generation_batch // self.micro_batch
+        """Micro-batches per optimizer step (default: the whole generation batch per step)."""
+        return int(self.engine.get("gradient_accumulation_steps") or self.generation_batch // self.micro_batch)
 
     @property
     def gradient_checkpointing(self) -> bool:
@@ -154,7 +167,8 @@ class CellSpec:
                             num_iterations=self.num_iterations, beta=self.beta,
                             max_completion_tokens=self.max_completion_tokens,
                             gradient_checkpointing=self.gradient_checkpointing,
-                            gradient_accumulation_steps=self.gradient_accumulation_steps)
+                            gradient_accumulation_steps=self.gradient_accumulation_steps,
+                            steps_per_generation=self.steps_per_generation)
 
     def to_dict(self) -> dict:
         """The cell as a YAML-able mapping (the shape load_cell reads; fields not given left out)."""
@@ -164,9 +178,11 @@ class CellSpec:
         d["lora_targets"] = list(self.lora_targets)
         d["engine"] = dict(self.engine)
         d["evaluations"] = [dict(e) for e in self.evaluations]
-        for k in ("hardware", "published", "sources", "assumed"):
+        for k in ("hardware", "published", "sources", "assumed", "rollouts"):
             if getattr(self, k) is not None:
                 d[k] = dict(getattr(self, k))
+        if self.stages is not None:
+            d["stages"] = [dict(x) for x in self.stages]
         d.pop("source")
         return {k: v for k, v in d.items() if v is not None and v != []}
 
@@ -202,6 +218,7 @@ class CellSpec:
                        engine_profile=str(profile), attention=self.attention, budget=Budget(flops=self.budget_flops),
                        label=self.label, seed=self.seed, id=self.name, evaluations=tuple(self.evaluations),
                        steps=self.steps, notes=self.notes, reference_cell=self.reference_cell,
+                       rollouts=dict(self.rollouts) if self.rollouts else None,
                        sources=None if self.published is None else
                        {"published": dict(self.published), "facts": dict(self.sources or {}),
                         "assumed": dict(self.assumed or {})},
@@ -217,7 +234,37 @@ class CellSpec:
             raise RaceError(f"{_where(self.name)}: an estimate needs {', '.join(missing)}",
                             "give the setup table's step count and mean prompt and completion tokens "
                             "(docs/paper-report.md)")
-        return Means(self.mean_prompt_tokens, self.mean_completion_tokens, self.mean_reward_tokens)
+        r = self.rollouts or {}
+        return Means(self.mean_prompt_tokens, self.mean_completion_tokens, self.mean_reward_tokens,
+                     environment_tokens=float(r.get("environment_tokens") or 0), turns=float(r.get("turns") or 1),
+                     kept_share=None if r.get("kept_share") is None else float(r["kept_share"]))
+
+    def stage_cells(self) -> list["CellSpec"]:
+        """The stages of a staged estimate, each as the cell with the stage's overrides (name
+        CELL/STAGE); [] for a cell without stages."""
+        out = []
+        for i, st in enumerate(self.stages or ()):
+            ch = {k: v for k, v in st.items() if k != "name"}
+            if "rollouts" in ch:
+                ch["rollouts"] = {**(self.rollouts or {}), **ch["rollouts"]}
+            for k in ("steps", "group_size", "prompts_per_step", "max_completion_tokens", "num_iterations"):
+                if k in ch:
+                    ch[k] = parse_number(ch[k], whole=True)
+            for k in ("mean_prompt_tokens", "mean_completion_tokens", "mean_reward_tokens"):
+                if k in ch:
+                    ch[k] = float(ch[k])
+            out.append(_checked(replace(self, stages=None, name=f"{self.name}/{st.get('name') or i + 1}", **ch)))
+        return out
+
+    def estimate(self, *, created: str | None = None, evaluations=None):
+        """`race report --estimate`: the record.report.Report priced from this cell's setup table,
+        stage by stage when it has `stages` (totals their sum)."""
+        from ..record.report import build_estimate
+
+        if self.stages:
+            stages = [(c.name.rsplit("/", 1)[1], c.run_spec(), c.means()) for c in self.stage_cells()]
+            return build_estimate(self.run_spec(), created=created, evaluations=evaluations, stages=stages)
+        return build_estimate(self.run_spec(), self.means(), created=created, evaluations=evaluations)
 
     def needs_to_train(self) -> None:
         """RaceError unless the cell has what training needs beyond a description: data and a budget."""
@@ -352,6 +399,10 @@ def cell_from_dict(d: Mapping[str, Any], *, name: str | None = None, base: Path 
             kw[k] = canonical_fields(d[k], f"{_where(cname)}: {k}")
     if "published" in d:
         kw["published"] = dict(d["published"])
+    if "rollouts" in d:
+        kw["rollouts"] = dict(d["rollouts"])
+    if "stages" in d:
+        kw["stages"] = tuple(dict(x) for x in d["stages"])
     kw["evaluations"] = tuple(dict(e) for e in d.get("evaluations") or ())
     return _checked(CellSpec(**kw))
 
@@ -363,6 +414,11 @@ def _checked(c: CellSpec) -> CellSpec:
     if c.generation_batch % c.micro_batch:
         raise RaceError(f"{_where(c.name)}: engine.micro_batch={c.micro_batch} must divide "
                         f"prompts_per_step * K = {c.generation_batch}")
+    spg = c.steps_per_generation
+    if spg is not None and c.micro_batch * spg != c.generation_batch:
+        raise RaceError(f"{_where(c.name)}: engine.steps_per_generation={spg} slices of micro_batch={c.micro_batch} "
+                        f"are not the generation batch prompts_per_step * K = {c.generation_batch}",
+                        "drop engine.micro_batch (it defaults to the slice), or make them agree")
     c.adapter()  # LoRA targets and rank are checked by accounting.Adapter
     c.settings()
     if c.hardware is not None:

@@ -1,4 +1,5 @@
-"""Reward systems: a registry of TRL reward functions (sparse, structured, dense, proxy_prm, prm).
+"""Reward systems: a registry of TRL reward functions (sparse, structured, dense, proxy_prm, prm;
+orm: any sequence-classification reward model folder).
 
 Each system is an object TRL's GRPOTrainer accepts in `reward_funcs`:
 `system(prompts, completions, **columns) -> list[float]`, where `columns` carries the dataset
@@ -207,6 +208,9 @@ class _PRMSystem(RewardSystem):
                             "build the embedded models (race embedded build, from a checkout) or pass an existing PRM folder")
         if aggregate not in AGGREGATES:
             raise RaceError(f"unknown PRM aggregate {aggregate!r}", f"use one of: {', '.join(AGGREGATES)}")
+        if is_sequence_classifier(path):   # refused before anything is generated, not at the first score
+            raise RaceError(f"{path} is a sequence classifier (one score per sequence), not a process reward model",
+                            "score with it as an outcome reward model: --native-reward orm (reward system 'orm')")
         self.model_path = str(path)
         self.device, self.aggregate, self.batch_size = device, aggregate, batch_size
         self._prm = None
@@ -265,3 +269,73 @@ class ProxyProcessReward(_PRMSystem):
     """A cheaper PRM standing in for the real one (tasks/arith/models/prm-proxy by default)."""
 
     default_model = "prm-proxy"
+
+
+def is_sequence_classifier(folder: str | Path) -> bool:
+    """Whether the model folder's config.json names an *ForSequenceClassification architecture."""
+    import json
+
+    cfg = Path(folder) / "config.json"
+    try:
+        archs = json.loads(cfg.read_text()).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(str(a).endswith("ForSequenceClassification") for a in archs)
+
+
+@reward_system("orm")
+class SequenceClassifierReward(RewardSystem):
+    """An outcome reward model: any transformers AutoModelForSequenceClassification folder (a
+    TRL reward model), scoring question + completion as one sequence; the reward is its logit
+    (num_labels 1) or the last label's probability. Loaded (and checked) when constructed, so
+    `race eval --native-reward orm --native-reward-model DIR` fails before it generates."""
+
+    kind = "model"
+
+    def __init__(self, model_path: str | Path | None = None, device: str | None = None, batch_size: int = 32):
+        super().__init__()
+        if model_path is None:
+            raise RaceError("reward system 'orm' needs its model", "pass --native-reward-model DIR (a sequence "
+                            "classifier folder), or model_path=DIR")
+        path = Path(model_path)
+        if not (path / "config.json").is_file():
+            raise RaceError(f"reward model folder {path} has no config.json", "pass a transformers model folder")
+        if not is_sequence_classifier(path):
+            raise RaceError(f"{path} is not a sequence classifier (its config.json names no "
+                            "*ForSequenceClassification architecture)",
+                            "use --native-reward prm for a process reward model folder")
+        from ..accounting.modelspec import load_spec
+
+        try:
+            load_spec(str(path))        # priced (and named in reports) by its spec: checked before any scoring
+        except RaceError as e:
+            raise RaceError(f"cannot price reward model {path} for a report: {e.message}",
+                            "reports name reward models of the families the accounting has recipes for "
+                            "(race flops --list-models; docs/accounting.md)") from None
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                path, attn_implementation="eager").eval().to(device or "cpu")
+        except (OSError, ValueError) as e:
+            raise RaceError(f"cannot load the sequence classifier {path}: {str(e).splitlines()[0]}",
+                            "pass a folder with the model's weights and tokenizer") from None
+        self._torch = torch
+        self.model_path = str(path)
+        self.device, self.batch_size = device or "cpu", batch_size
+
+    def score(self, prompts, texts, answers, kwargs):
+        torch = self._torch
+        questions = _column(kwargs, "question", len(texts))
+        questions = [q if q is not None else question_text(p) for q, p in zip(questions, prompts)]
+        rewards, lengths = [], []
+        with torch.inference_mode():
+            for q, t in zip(questions, texts):      # one sequence per forward: no padding is charged
+                ids = self.tokenizer(q + "\n" + t, return_tensors="pt")["input_ids"].to(self.device)
+                logits = self.model(input_ids=ids).logits[0].float()
+                rewards.append(float(logits[0]) if logits.numel() == 1 else float(torch.softmax(logits, -1)[-1]))
+                lengths.append(int(ids.shape[1]))
+        self.last_scored_lengths = lengths
+        return rewards

@@ -130,7 +130,7 @@ def prepare(cell: CellSpec) -> dict:
     rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
     device = _device(cell)
-    engine = "trl" if device == "cuda" else "trl-cpu"
+    engine = "trl-vllm" if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
     settings, adapter = cell.settings(), cell.adapter()
     first = step_cost_bound(policy, adapter, settings, max_prompt_tokens=longest, engine=engine,
                             attention=cell.attention, reward_model=reward_model)
@@ -161,6 +161,8 @@ def grpo_config(cell: CellSpec, out: Path, device: str, max_steps: int):
               logging_steps=1, report_to=[], disable_tqdm=True,
               save_strategy="steps", save_steps=int(eng.get("checkpoint_every", 1)), save_total_limit=2,
               use_vllm=bool(eng.get("use_vllm", False)))
+    if cell.steps_per_generation is not None:
+        kw["steps_per_generation"] = cell.steps_per_generation
     if "loss_type" in eng:
         kw["loss_type"] = eng["loss_type"]
     if "max_grad_norm" in eng:

@@ -92,15 +92,17 @@ def adapter_of(model, spec=None):
 
 
 def reward_model_spec_of(module):
-    """ModelSpec of a reward model TRL runs itself (a transformers sequence classifier), from its
-    config; the architecture comes from the class when the config does not name it."""
-    from ..accounting.modelspec import spec_from_config
+    """Spec of a reward model TRL runs itself (any transformers sequence classifier), from its
+    config: the analytic recipe where its family has one, else the traced path
+    (suite.accounting.traced: FlopCounterMode over its own modeling code on the meta device);
+    the architecture comes from the class when the config does not name it."""
+    from ..accounting.traced import spec_for
 
-    cfg = module.config.to_dict()
+    cfg = {**module.config.to_dict(), "model_type": module.config.model_type}
     if not cfg.get("architectures"):
         cfg["architectures"] = [type(module).__name__]
     name = str(getattr(module.config, "_name_or_path", "") or "") or type(module).__name__
-    return spec_from_config(cfg, Path(name).name or name, where=name)
+    return spec_for(cfg, Path(name).name or name)
 
 
 def settings_of(args):
@@ -180,6 +182,12 @@ class RaceLedger(TrainerCallback):
         self._in_step = False
         self._gen: dict | None = None  # observation of this step's generation
         self._last_gen: dict | None = None  # lengths of the generation batch being reused (mu > 1)
+        self._sliced = False          # the trainer's slices are observed (TRL's buffered schedule)
+        self._step_gens: list[dict] = []    # generations made during this optimizer step
+        self._step_slices: list[tuple[dict, list[int]]] = []  # (generation, rows) trained this step
+        self._buffer_gen: dict | None = None  # the generation whose slices TRL's buffer holds
+        self._micro = 0               # micro-steps (slices) trained since training (re)started
+        self._attached = False
         self._tokens_seen = None
         self._t_step = 0.0
         self._t_generated: float | None = None  # when this step's generation call returned
@@ -187,6 +195,7 @@ class RaceLedger(TrainerCallback):
         self._longest_reward = 0
         self._warned = set()
         self._policy_ref: str | None = None  # loadable policy config (folder) for the report
+        self.seed: int | None = None  # the trainer's seed (args.seed), recorded in the report
         self._reward_ref: dict = {"system": "custom"}
 
     @property
@@ -213,6 +222,8 @@ class RaceLedger(TrainerCallback):
         funcs = trainer.reward_funcs
         names = list(getattr(trainer, "reward_func_names", None) or
                      [getattr(f, "__name__", type(f).__name__) for f in funcs])
+        # TRL names a reward model by its _name_or_path: empty for one built in memory.
+        names = [str(n) or type(f).__name__ for n, f in zip(names, funcs)]
         self._observe_reward_step(trainer, funcs)
         specs: dict[str, Any] = {}     # reward name -> the model spec it is charged by
         for i, f in enumerate(funcs):
@@ -240,8 +251,59 @@ class RaceLedger(TrainerCallback):
         generate = getattr(trainer, "_generate", None)
         if callable(generate) and not getattr(generate, "_race_wrapped", False):
             trainer._generate = self._timed_generation(generate)
+        self._observe_slices(trainer)
+        self._attached = True
         trainer.add_callback(self)
         return self
+
+    def _observe_slices(self, trainer) -> None:
+        """See which rows of a generation batch each micro-step trains. TRL 1.16 generates one
+        batch for steps_per_generation x mu micro-steps, shuffles it, splits it into
+        steps_per_generation slices and trains one slice per micro-step (_prepare_inputs): each
+        generated row is tagged with its index (a column TRL shuffles and splits with the rest),
+        read and removed where the slice is handed to the loss."""
+        gen = getattr(trainer, "_generate_and_score_completions", None)
+        prep = getattr(trainer, "_prepare_inputs", None)
+        if not (callable(gen) and callable(prep)):
+            return
+        self._sliced = True
+        if getattr(gen, "_race_owner", None) is self:
+            return
+        import torch
+
+        key = f"_race_rows_{id(self)}"  # this ledger's column (another ledger may wrap the trainer too)
+
+        def generate_and_score(*args, **kwargs):
+            training = self._in_step and bool(getattr(getattr(trainer, "model", None), "training", True))
+            if training:
+                self._gen = self._t_generated = None   # a new generation batch: _see_generation fills it
+                t0 = time.perf_counter()
+            out = gen(*args, **kwargs)
+            if not training:
+                return out
+            g = self._gen
+            if g is None:
+                raise RaceError("RaceLedger did not see the generation TRL just scored",
+                                "attach RaceLedger with attach(trainer) before trainer.train()")
+            g["t_begin"], g["t_generated"] = t0, self._t_generated
+            self._step_gens.append(g)
+            self._buffer_gen = g
+            ids = out.get("prompt_ids") if isinstance(out, dict) else None
+            if ids is not None and ids.shape[0] == len(g["completions"]):
+                out[key] = torch.arange(ids.shape[0], device=ids.device)
+            return out
+
+        def prepare(*args, **kwargs):
+            out = prep(*args, **kwargs)
+            if not isinstance(out, dict) or key not in out:
+                return out
+            if self._in_step and self._buffer_gen is not None:
+                self._step_slices.append((self._buffer_gen, [int(i) for i in out[key].tolist()]))
+            return {k: v for k, v in out.items() if k != key}
+
+        generate_and_score._race_owner = prepare._race_owner = self
+        trainer._generate_and_score_completions = generate_and_score
+        trainer._prepare_inputs = prepare
 
     def _timed_generation(self, generate: Callable) -> Callable:
         """TRL's generation call, noting when it returns (the end of the rollout phase)."""
@@ -268,14 +330,14 @@ class RaceLedger(TrainerCallback):
                                 "_calculate_rewards(inputs, prompts, completions, completion_ids_list) and no Python "
                                 "reward function", "use TRL 1.16's GRPOTrainer, or add a plain Python reward function")
             return
-        if getattr(calc, "_race_wrapped", False):
+        if getattr(calc, "_race_owner", None) is self:
             return
 
         def calculate(inputs, prompts, completions, completion_ids_list):
             self._see_generation(prompts, completion_ids_list, trainer.state, time.perf_counter())
             return calc(inputs, prompts, completions, completion_ids_list)
 
-        calculate._race_wrapped = True
+        calculate._race_wrapped, calculate._race_owner = True, self
         trainer._calculate_rewards = calculate
 
     def _hook_reward_model(self, module, name: str):
@@ -295,8 +357,18 @@ class RaceLedger(TrainerCallback):
             except AttributeError:
                 raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
                                 "pass RaceLedger(reward_model=ModelSpec(...)) with its architecture") from None
+        if getattr(spec, "traced", False):
+            # Priced by tracing its modeling code: fit its costs now (a refused fit fails here, before
+            # the first step; and a profiler around trainer.train() never sees the tracing).
+            from ..accounting import Adapter
+            from ..accounting.traced import traced_costs
+
+            traced_costs(spec, Adapter(kind="full"), False, False)
         ref = str(getattr(getattr(module, "config", None), "_name_or_path", "") or "")
-        model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
+        if self.reward_model is not None or getattr(spec, "traced", False):
+            model = spec        # the override (or the traced spec) is what the report carries
+        else:
+            model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
         self._reward_ref.update(kind="orm", model=model)
         starts: list[float] = []
 
@@ -430,6 +502,10 @@ class RaceLedger(TrainerCallback):
         """Read the trainer's settings, open (or resume) the ledger, check the budget."""
         from ..record.ledger import LedgerWriter
 
+        if not self._attached:
+            raise RaceError("RaceLedger was added to the trainer without attach(): it cannot see the generations, "
+                            "and the first step would be wasted",
+                            "use RaceLedger(...).attach(trainer) instead of trainer.add_callback(RaceLedger(...))")
         self._tokenizer = processing_class
         self._chat_kwargs = dict(getattr(args, "chat_template_kwargs", None) or {})
         ref = str(getattr(model.config, "_name_or_path", "") or "")
@@ -437,7 +513,19 @@ class RaceLedger(TrainerCallback):
         self.policy = self.policy or policy_spec_of(model)
         self.adapter = self.adapter or adapter_of(model, self.policy)
         self.settings = self.settings or settings_of(args)
-        self.engine = self.engine or engine_of(model, args)
+        found = engine_of(model, args)
+        if self.engine is not None and (self.engine == "trl-vllm") != (found == "trl-vllm"):
+            raise RaceError(f"RaceLedger(engine={self.engine!r}) contradicts the trainer: "
+                            f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, so it runs as {found!r}",
+                            f"drop engine= (the ledger follows the trainer), or pass engine={found!r}")
+        self.engine = self.engine or found
+        spg, ga = self.settings.steps_per_generation, self.settings.gradient_accumulation_steps
+        if not self._sliced and spg not in (None, ga):
+            raise RaceError(f"RaceLedger cannot see which part of a generation batch each step trains "
+                            f"(steps_per_generation={spg}, gradient_accumulation_steps={ga}) on this trainer",
+                            "use TRL 1.16's GRPOTrainer, or set steps_per_generation = gradient_accumulation_steps")
+        if self.seed is None and getattr(args, "seed", None) is not None:
+            self.seed = int(args.seed)
         self._tokens_seen = state.num_input_tokens_seen
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if self.resume:
@@ -446,7 +534,8 @@ class RaceLedger(TrainerCallback):
             raise RaceError(f"ledger {self.ledger_path} already exists", "resume it or choose a new output folder")
         self._writer = LedgerWriter(self.ledger_path, resume=self.resume, fsync=self.fsync)
         self.steps = state.global_step
-        self._last_gen = None
+        self._last_gen = self._buffer_gen = None
+        self._micro = 0
         if self.progress and self._bar is None:
             from tqdm.auto import tqdm
 
@@ -458,6 +547,7 @@ class RaceLedger(TrainerCallback):
         """A new optimizer step: start its clock."""
         self._in_step = True
         self._gen = None
+        self._step_gens, self._step_slices = [], []
         self._t_generated = None
         self._t_step = time.perf_counter()
         self._t_step_begin_done = time.perf_counter()
@@ -470,7 +560,12 @@ class RaceLedger(TrainerCallback):
         self._in_step = False
         self._step_overhead += self._t_step_begin_done - self._t_step
         g = self._gen
-        if g is not None:
+        if self._sliced:
+            work, seconds, gens = self._sliced_step(state, t_end)
+            g = gens[0] if gens else None
+            if len(gens) > 1:
+                g = {"rewards": [r for x in gens for r in x["rewards"]]}
+        elif g is not None:
             self._last_gen = g
             self._longest_prompt = max(self._longest_prompt, max(g["prompts"]))
             if g["reward_widths"]:
@@ -490,6 +585,8 @@ class RaceLedger(TrainerCallback):
             work = work_from_lengths(last["prompts"], last["completions"], self.settings, self.engine,
                                      None, iterations=1, generation=False, policy=self.policy)
             seconds = {"rollout": 0.0, "reward": 0.0, "update": t_end - self._t_step}
+        if not self._sliced:
+            self._micro += self.settings.gradient_accumulation_steps
         flops = phase_flops(work, self.policy, self.adapter, self.settings, self.reward_model, self.engine,
                             self.attention)
         metrics = {"reward": sum(g["rewards"]) / len(g["rewards"])} if g is not None and g["rewards"] else None
@@ -510,6 +607,46 @@ class RaceLedger(TrainerCallback):
         self.step_overheads.append((own, done - self._t_step))
         self._step_overhead = 0.0
 
+    def _sliced_step(self, state, t_end: float):
+        """Work and seconds of an optimizer step from what it really did: the generations it made
+        (rollout, reward, old-policy and reference passes over each whole batch) and the slices it
+        trained (one training pass over each slice's rows, at the batch's padded widths)."""
+        from ..accounting import add_work, work_from_lengths
+
+        gens, slices = self._step_gens, self._step_slices
+        self._step_gens, self._step_slices = [], []
+        if not slices:
+            raise RaceError(f"optimizer step {state.global_step} trained no batch the ledger saw",
+                            "attach RaceLedger with attach(trainer) before trainer.train()")
+        self._micro += len(slices)
+        for g in gens:
+            self._last_gen = g
+            self._longest_prompt = max(self._longest_prompt, max(g["prompts"]))
+            if g["reward_widths"]:
+                self._longest_reward = max(self._longest_reward, max(g["reward_widths"]))
+        rows: dict[int, list[int]] = {}
+        batches = {id(g): g for g in gens}
+        for g, r in slices:
+            batches[id(g)] = g
+            rows.setdefault(id(g), []).extend(r)
+        made = {id(g) for g in gens}
+        works = []
+        for key, g in batches.items():
+            new = key in made
+            trained = rows.get(key)
+            works.append(work_from_lengths(
+                g["prompts"], g["completions"], self.settings, self.engine,
+                (g["reward_lengths"] or None) if new else None, iterations=1 if trained else 0, generation=new,
+                reward_widths=(g["reward_widths"] or None) if new else None, policy=self.policy,
+                reward_model=self.reward_model, rows=trained))
+        rollout = reward = 0.0
+        for i, g in enumerate(gens):
+            start = self._t_step if i == 0 else g["t_begin"]
+            rollout += min(g["t_generated"] or g["t_reward"], g["t_reward"]) - start
+            reward += g["reward_seconds"]
+        seconds = {"rollout": rollout, "reward": reward, "update": t_end - self._t_step - rollout - reward}
+        return add_work(*works), seconds, gens
+
     def on_train_end(self, args, state, control, model=None, processing_class=None, **kwargs):
         """Close the ledger and the progress bar; save the trained adapter (or, for full
         fine-tuning, the model) with its tokenizer to DIR/adapter, where `race eval` reads it."""
@@ -524,10 +661,7 @@ class RaceLedger(TrainerCallback):
     def _budget_check(self, state, control, first: bool = False) -> None:
         if self.budget is None:
             return
-        done = state.global_step
-        # TRL generates on optimizer steps 1, 1 + mu, ...; right after a (re)start it always does
-        # (its generation buffer is empty).
-        generation = first or self._last_gen is None or done % self.settings.num_iterations == 0
+        generation = self._generations_next()
         longest = max(self.max_prompt_tokens or 0, self._longest_prompt)
         if not longest:
             return  # nothing seen yet and no bound given: cannot predict the first step
@@ -544,6 +678,21 @@ class RaceLedger(TrainerCallback):
             if first:
                 log.warning("race: budget %.3e FLOPs (%.3e left) cannot buy one step of up to %.3e FLOPs; "
                             "not training", self.budget, self.budget - self.total_flops, bound)
+            else:
+                log.warning("race: budget stop after step %d: %.3e of %.3e FLOPs spent, the next step may cost "
+                            "up to %.3e", state.global_step, self.total_flops, self.budget, bound)
+
+    def _generations_next(self) -> int:
+        """Generation batches the next optimizer step makes. TRL generates on micro-steps 0,
+        steps_per_generation x mu, ... (counted from the (re)start: its buffer starts empty); an
+        optimizer step runs gradient_accumulation_steps micro-steps."""
+        s = self.settings
+        ga = s.gradient_accumulation_steps
+        every = (s.steps_per_generation or ga) * s.num_iterations
+        m = self._micro
+        if m == 0 or self._last_gen is None:
+            return max(1, len(range(0, ga, every)))
+        return sum(1 for x in range(m, m + ga) if x % every == 0)
 
     # ---- resume -----------------------------------------------------------------------------------
 
@@ -614,7 +763,7 @@ class RaceLedger(TrainerCallback):
         spec = RunSpec.from_dict({"policy": self._policy_ref or self.policy.name, "adapter": ad,
                                   "grpo": self.settings.to_dict(), "reward": reward,
                                   "accounting": {"engine_profile": self.engine, "attention": self.attention},
-                                  "budget": {"flops": self.budget}})
+                                  "budget": {"flops": self.budget}, "seed": self.seed})
         if in_memory or not self._policy_ref:
             spec = replace(spec, policy=self._policy_ref or self.policy,
                            reward=replace(spec.reward, model=model) if in_memory else spec.reward)

@@ -56,7 +56,8 @@ def _inputs(doc: dict, adapter_type: str | None = None):
     settings = GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
                             num_iterations=g["num_iterations"], beta=g["beta"],
                             max_completion_tokens=g["max_completion_tokens"],
-                            gradient_checkpointing=g["gradient_checkpointing"])
+                            gradient_checkpointing=g["gradient_checkpointing"],
+                            **{k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation") if k in g})
     rm = doc["reward"]["model"]
     reward_model = ModelSpec.from_dict(rm["spec"]) if rm else None
     acc = doc["accounting"]

@@ -67,7 +67,8 @@ RULES: Registry[Rule] = Registry("rule id", loader="suite.validate.runner", grou
 and other packages add theirs through the `race.rules` entry points."""
 
 # Run (and list) order: the schema decides which sections later rules may read.
-FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "WORK", "PROV", "PHYS", "CURVE", "PUB", "PLAUS", "INTERNAL")
+FAMILY_ORDER = ("INPUT", "SCHEMA", "ARITH", "LEDGER", "WORK", "PROV", "PHYS", "SCHED", "CURVE", "ST", "RO", "PUB",
+                "PLAUS", "INTERNAL")
 
 
 def ordered(scope: str | None = None) -> list[Rule]:

@@ -44,11 +44,13 @@ def configure(p):
     p.add_argument("--model", metavar="MODEL_DIR",
                    help="with RUN_DIR: the base model folder, when the run's policy path does not resolve here")
     p.add_argument("--native-reward", metavar="SYSTEM",
-                   help="reward system to report as native_reward (sparse, structured, dense, proxy_prm, prm): "
-                        "needed with --base; for a run it replaces the run's own (e.g. a run trained with your own "
-                        "reward function, which the suite cannot rerun)")
+                   help="reward system to report as native_reward (sparse, structured, dense, proxy_prm, prm; orm: "
+                        "a sequence-classification reward model, e.g. a TRL user's own; none: no native reward): "
+                        "for a run it replaces the run's own (e.g. a run trained with your own reward function, "
+                        "which the suite cannot rerun)")
     p.add_argument("--native-reward-model", metavar="DIR",
-                   help="reward-model folder of a model-based --native-reward")
+                   help="reward-model folder of a model-based --native-reward (a sequence classifier folder alone "
+                        "means --native-reward orm); checked before anything is generated")
     p.add_argument("--data-dir", metavar="DIR",
                    help="local copies of the real data sets (DIR/gsm8k/test.jsonl, DIR/math500/test.jsonl; "
                         "default $RACE_DATA_DIR); without one they are downloaded from the hub when online")

@@ -52,6 +52,13 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                    help="longest completion allowed (default: the larger of 2048 and C); recorded, and C must not exceed it")
     p.add_argument("--num-iterations", type=int, default=1, metavar="MU",
                    help="policy updates per generation batch, mu (default: 1); mu > 1 adds the old-policy forward")
+    p.add_argument("--steps-per-generation", type=int, default=None, metavar="S",
+                   help="TRL steps_per_generation: the generation batch is trained in S slices, one per micro-step "
+                        "(default: TRL's, = --gradient-accumulation-steps); with the next flag it decides whether TRL "
+                        "runs the old-policy forward; a step here stays one generation batch and its mu passes")
+    p.add_argument("--gradient-accumulation-steps", type=int, default=1, metavar="G",
+                   help="TRL gradient_accumulation_steps: micro-steps per optimizer step (default: 1); TRL takes "
+                        "S x mu / G optimizer steps per generation batch")
     p.add_argument("--beta", type=count_arg, default=0.0, metavar="BETA",
                    help="KL coefficient; non-zero adds the reference-model forward (default: 0)")
     p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=True,
@@ -93,7 +100,9 @@ def settings_from_args(args):
         max_c = max(2048, math.ceil(c)) if math.isfinite(c) and 0 < c <= 1e7 else 2048
     return GRPOSettings(group_size=args.group_size, prompts_per_step=args.prompts_per_step,
                         num_iterations=args.num_iterations, beta=args.beta, max_completion_tokens=max_c,
-                        gradient_checkpointing=args.gradient_checkpointing)
+                        gradient_checkpointing=args.gradient_checkpointing,
+                        gradient_accumulation_steps=getattr(args, "gradient_accumulation_steps", 1),
+                        steps_per_generation=getattr(args, "steps_per_generation", None))
 
 
 def compute(policy, args) -> dict:
@@ -126,6 +135,7 @@ def compute(policy, args) -> dict:
         "per_step": {"flops": {**s.flops, "total": total}, "tokens": s.tokens, "work": s.work,
                      "passes": [{"phase": ph, "pass": name, "flops": f} for ph, name, f in s.passes]},
         "steps": n,
+        "optimizer_steps_per_generation": _optimizer_steps(settings),
         "total": {"flops": {**{k: v * n for k, v in s.flops.items()}, "total": total * n},
                   "tokens": {k: v * n for k, v in s.tokens.items()}},
         "shares": {k: (v / total if total else 0.0) for k, v in s.flops.items()},
@@ -133,6 +143,12 @@ def compute(policy, args) -> dict:
         "update_share": s.update_share,
         "pretraining": share_of_pretraining(total * n, policy),
     }
+
+
+def _optimizer_steps(settings) -> float:
+    """TRL optimizer steps per generation batch: steps_per_generation x mu / gradient_accumulation_steps."""
+    spg = settings.steps_per_generation or settings.gradient_accumulation_steps
+    return spg * settings.num_iterations / settings.gradient_accumulation_steps
 
 
 def _fold_flops(policy, adapter, settings, args, work) -> int:
@@ -181,6 +197,9 @@ def render(d: dict, show_passes: bool) -> str:
         f"GRPO step: B={g['prompts_per_step']} prompts x K={g['group_size']} completions, P={d['means']['prompt_tokens']:g}, "
         f"C={d['means']['completion_tokens']:g} tokens; mu={g['num_iterations']}, beta={g['beta']:g}, gradient checkpointing "
         f"{'on' if g['gradient_checkpointing'] else 'off'}; {rw}",
+        *([f"TRL schedule: steps_per_generation={g['steps_per_generation']}, gradient_accumulation_steps="
+           f"{g['gradient_accumulation_steps']}: {d['optimizer_steps_per_generation']:g} optimizer steps per "
+           "generation batch (each trains its slice)"] if g.get("steps_per_generation") else []),
         f"engine profile {d['engine_profile']}, attention {d['attention']}, 1 multiply-add = 2 FLOPs; priced by "
         + ("the analytic recipe" if d["priced_by"]["policy"] == "recipe" else
            "tracing its transformers code (FlopCounterMode, meta device)"),

@@ -10,9 +10,12 @@ from suite.cli import command
 
 @command("import", help="turn a verl or TRL training log into a RACE ledger and report (LoRA-correct FLOPs)")
 def configure(p):
-    p.add_argument("engine", choices=["verl", "trl"],
+    p.add_argument("engine", metavar="ENGINE",
                    help="verl: the file logger's JSON Lines (VERL_FILE_LOGGER_PATH); "
-                        "trl: a Trainer's trainer_state.json (or its checkpoint folder)")
+                        "trl: a Trainer's trainer_state.json (or its checkpoint folder); "
+                        "mlperf: an MLPerf Training GRPO log (:::MLLOG lines, NeMo-RL's qwen35_397b_grpo); "
+                        "or the name of a key map (tasks/engines/*.yaml: nemo-rl, prime-rl, slime, skyrl, openrlhf, "
+                        "roll, areal) for a metric log in JSON Lines or CSV; `map` with --key-map FILE for your own")
     p.add_argument("log", metavar="LOG", help="the log file to import")
     p.add_argument("--cell", required=True,
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
@@ -21,6 +24,8 @@ def configure(p):
     p.add_argument("--out", help="folder for ledger.jsonl, report.json and comparison.json "
                                  "(default: race-import/ beside the log)")
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
+    p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
+                                                     "which logged keys give tokens, steps and phase seconds")
     p.add_argument("--engine-version", help="engine version written into the report "
                                             "(default: verl 0.9.1; TRL: the installed trl)")
     p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-cpu", "generic"],
@@ -39,7 +44,16 @@ def run(args) -> int:
 
     cell = load_cell(args.cell, check_paths=False)
     out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
-    if args.engine == "verl":
+    if args.key_map or args.engine not in ("verl", "trl", "mlperf"):
+        from suite.integrations.keymaps import KEY_MAPS, import_metric_log, load_key_map
+
+        km = load_key_map(args.key_map) if args.key_map else KEY_MAPS[args.engine]
+        res = import_metric_log(args.log, km, cell, out, engine_version=args.engine_version, force=args.force)
+    elif args.engine == "mlperf":
+        from suite.integrations.mlperf import import_mlperf
+
+        res = import_mlperf(args.log, cell, out, engine_version=args.engine_version or "0.6.0", force=args.force)
+    elif args.engine == "verl":
         res = importers.import_verl(args.log, cell, out, engine_version=args.engine_version or "0.9.1",
                                     force=args.force, peak_tflops=args.peak_tflops)
     else:
@@ -48,6 +62,30 @@ def run(args) -> int:
     report = Report(res.doc, str(res.report))
     print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
           f"update share p = {report.update_share:.3f}")
-    print(res.comparison.table())
+    if args.engine not in ("verl", "trl") or args.key_map:
+        print(phase_table(report))
+    else:
+        print(res.comparison.table())
     print(f"wrote {res.ledger}, {res.report}, {res.comparison_path}")
     return 0
+
+
+def phase_table(report) -> str:
+    """Per phase: FLOPs, wall seconds, achieved FLOP/s and the utilization it implies on the
+    report's hardware (count x peak); rollout seconds of an asynchronous engine are only the
+    exposed part."""
+    from suite.accounting.utilization import achieved
+
+    flops, secs, hw = report.flops, report.seconds, report.hardware
+    rates = achieved(flops, secs)
+    lines = [f"{'phase':8} {'FLOPs':>12} {'seconds':>10} {'FLOP/s':>12} {'utilization':>12}"]
+    for ph in ("rollout", "update", "reward", "total"):
+        s = sum(secs.get(x, 0.0) for x in ("rollout", "update", "reward")) if ph == "total" else secs.get(ph)
+        r = rates.get(ph)
+        u = r / (hw.peak_flops * hw.count) if r and hw else None
+        lines.append(f"{ph:8} {flops[ph]:12.4g} {'-' if s is None else f'{s:10.1f}':>10} "
+                     f"{'-' if r is None else f'{r:.4g}':>12} {'-' if u is None else f'{u:.3%}':>12}")
+    if hw:
+        lines.append(f"implied utilization of {hw.count} x {hw.accelerator} over the training wall time: "
+                     f"{hw.utilization(report.total_flops):.3%}")
+    return "\n".join(lines)

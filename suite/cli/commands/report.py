@@ -133,7 +133,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ...atomic import write_text_atomic
-    from ...record.report import Provenance, build_estimate, build_report
+    from ...record.report import Provenance, build_report
     from ...train.cell import load_cell, load_run_description
 
     out = Path(args.output) if args.output else None
@@ -172,7 +172,7 @@ def run(args) -> int:
         if args.ledger:
             raise RaceError("--estimate builds a report without a ledger", f"drop {args.ledger[0]}, or use --spec")
         cell = load_cell(args.estimate, check_paths=False)
-        report = build_estimate(cell.run_spec(), cell.means(), created=args.created, evaluations=evaluations)
+        report = cell.estimate(created=args.created, evaluations=evaluations)
     else:
         if len(args.ledger) != 1:
             raise RaceError("--spec builds one report from one ledger", "pass a single LEDGER with --spec")

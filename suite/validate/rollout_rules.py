@@ -1,0 +1,151 @@
+"""ST and RO rules: what real runs do (report 1.2). A staged run's totals are the sum of its
+stages (`stages`); discarded rollouts are rollout compute, never update compute, and multi-turn
+environment tokens are counted once, as prefill (`rollouts`); the update consumes each token as
+often as grpo.num_iterations says, whatever the batch words."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..accounting import PHASES
+from .registry import Issue, rule
+
+_STAGE_HINT = "rebuild the staged estimate (race report --estimate SPEC with `stages:`), or fix the stage rows"
+_RO_HINT = "rebuild the report from its ledger or setup table (race import / race report): rollouts is derived"
+
+
+@rule("ST-001", title="a staged report's stages do not sum to its totals", requires=("stages", "totals"))
+def stages_sum(ctx) -> Iterable[Issue]:
+    """A staged run's totals are the sum of its stages: `totals.flops` (each phase) and
+    `totals.steps` must equal the sums of `stages[].flops` and `stages[].steps`. A stage left out
+    (or counted twice) shows here."""
+    st, t = ctx.doc["stages"], ctx.doc["totals"]
+    for ph in PHASES:
+        s = sum(x["flops"][ph] for x in st)
+        if s != t["flops"][ph]:
+            yield Issue(f"$.totals.flops.{ph}", f"{ph} FLOPs {t['flops'][ph]:,} but the stages sum to {s:,}",
+                        _STAGE_HINT)
+    s = sum(x["steps"] for x in st)
+    if s != t["steps"]:
+        yield Issue("$.totals.steps", f"{t['steps']:,} steps but the stages sum to {s:,}", _STAGE_HINT)
+
+
+@rule("ST-002", title="a stage's FLOPs do not add up", requires=("stages",))
+def stage_rows(ctx) -> Iterable[Issue]:
+    """Each stage's `flops.total` must be its rollout + update + reward, and its mean completion
+    (policy and environment tokens) must fit its own cap `grpo.max_completion_tokens`."""
+    for i, x in enumerate(ctx.doc["stages"]):
+        f = x["flops"]
+        if sum(f[p] for p in PHASES) != f["total"]:
+            yield Issue(f"$.stages[{i}].flops.total", f"stage {x['name']}: total {f['total']:,} != rollout + update "
+                        f"+ reward {sum(f[p] for p in PHASES):,}", _STAGE_HINT)
+        m = x["means"]
+        c = m["completion_tokens"] + m.get("environment_tokens", 0)
+        if c > x["grpo"]["max_completion_tokens"]:
+            yield Issue(f"$.stages[{i}].means.completion_tokens", f"stage {x['name']}: mean completion {c:g} tokens "
+                        f"exceeds its cap {x['grpo']['max_completion_tokens']:,}",
+                        "each stage's means must fit that stage's max_completion_tokens")
+
+
+@rule("ST-003", title="a staged report's grpo section is not its last stage's", requires=("stages", "grpo"))
+def last_stage(ctx) -> Iterable[Issue]:
+    """The report's `grpo` section describes the last stage (the policy the run ended with):
+    K, prompts per step, cap and mu must be the last stage's."""
+    last, g = ctx.doc["stages"][-1]["grpo"], ctx.doc["grpo"]
+    for k, v in last.items():
+        if g.get(k) != v:
+            yield Issue(f"$.grpo.{k}", f"grpo.{k} = {g.get(k)!r} but the last stage has {v!r}", _STAGE_HINT)
+
+
+@rule("RO-001", title="rollouts do not match the work they summarise", requires=("rollouts", "totals"))
+def rollouts_match_work(ctx) -> Iterable[Issue]:
+    """`rollouts.generated` must be `totals.work["count.completions"]`, `rollouts.discarded` its
+    `count.discarded` (0 when absent) and equal generated - trained, `discarded_share`
+    discarded / generated, and `multi_turn.environment_tokens` the work's `count.rollout_env`."""
+    ro, w = ctx.doc["rollouts"], ctx.doc["totals"]["work"]
+    gen, disc = w.get("count.completions", 0), w.get("count.discarded", 0)
+    if ro["generated"] != gen:
+        yield Issue("$.rollouts.generated", f"{ro['generated']:,} generated but the work has {gen:,} completions",
+                    _RO_HINT)
+    if ro["trained"] > ro["generated"]:
+        yield Issue("$.rollouts.trained", f"{ro['trained']:,} completions trained on, more than the "
+                    f"{ro['generated']:,} generated", "a run trains on at most what it generated")
+    d = ro.get("discarded", ro["generated"] - ro["trained"])
+    if d != disc or d != ro["generated"] - ro["trained"]:
+        yield Issue("$.rollouts.discarded", f"{d:,} discarded, but generated - trained = "
+                    f"{ro['generated'] - ro['trained']:,} and the work's count.discarded = {disc:,}", _RO_HINT)
+    share = ro.get("discarded_share")
+    if share is not None and gen and abs(share - disc / gen) > 1e-9:
+        yield Issue("$.rollouts.discarded_share", f"discarded_share {share:g} != {disc:,} / {gen:,}", _RO_HINT)
+    env = w.get("count.rollout_env", 0)
+    mt = ro.get("multi_turn")
+    if (mt["environment_tokens"] if mt else 0) != env:
+        yield Issue("$.rollouts.multi_turn", f"{mt['environment_tokens'] if mt else 0:,} environment tokens stated, "
+                    f"the work has {env:,}", _RO_HINT)
+
+
+@rule("RO-002", title="the update trains more tokens than the kept rollouts hold", requires=("rollouts", "totals", "grpo", "accounting"))
+def update_within_kept(ctx) -> Iterable[Issue]:
+    """Discarded rollouts are never trained on: `totals.tokens.update` may not exceed
+    num_iterations x (trained / generated) x (prompt tokens of every completion + policy tokens +
+    environment tokens), where an engine profile that prefills one prompt per group (prefix
+    caching) counted each prompt once in `tokens.rollout_prompt` (times K then); 1% tolerance, as
+    the physics rules allow (the kept count of fractional means is rounded per step). A report that
+    discards 20% of its rollouts but charges the update for all of them fails here."""
+    from ..accounting import ENGINES
+
+    ro, t, g = ctx.doc["rollouts"], ctx.doc["totals"], ctx.doc["grpo"]
+    if not ro["generated"]:
+        return
+    prof = ENGINES.get(ctx.doc["accounting"].get("engine_profile"))
+    k = 1 if prof is not None and prof.prefill_per_completion else g["group_size"]
+    tok, env = t["tokens"], t["work"].get("count.rollout_env", 0)
+    held = k * tok["rollout_prompt"] + tok["rollout_completion"] + env
+    bound = g["num_iterations"] * ro["trained"] / ro["generated"] * held
+    if tok["update"] > bound * 1.01:     # 1%, as PHYS: kept counts of fractional means are rounded per step
+        yield Issue("$.totals.tokens.update", f"update tokens {tok['update']:,} exceed what the {ro['trained']:,} "
+                    f"kept of {ro['generated']:,} rollouts hold ({bound:,.0f} at mu = {g['num_iterations']})",
+                    "charge the update for the kept rollouts only; discarded ones are rollout compute")
+
+
+@rule("RO-003", title="discarded rollouts' FLOPs exceed the rollout's", requires=("rollouts", "totals"))
+def discarded_flops(ctx) -> Iterable[Issue]:
+    """`rollouts.discarded_rollout_flops` (the generation spent on what was thrown away) is part of
+    `totals.flops.rollout`: at most all of it, and 0 when nothing was discarded."""
+    ro, f = ctx.doc["rollouts"], ctx.doc["totals"]["flops"]
+    x = ro.get("discarded_rollout_flops")
+    if x is None:
+        return
+    if x > f["rollout"] or (x and not ro.get("discarded", ro["generated"] - ro["trained"])):
+        yield Issue("$.rollouts.discarded_rollout_flops", f"{x:,} FLOPs on discarded rollouts, with rollout "
+                    f"FLOPs {f['rollout']:,} and {ro.get('discarded', 0):,} completions discarded", _RO_HINT)
+
+
+@rule("RO-004", title="updates per generation batch contradict num_iterations", requires=("rollouts", "grpo"))
+def updates_kind(ctx) -> Iterable[Issue]:
+    """`rollouts.updates.passes_per_token` must be grpo.num_iterations: verl's
+    ppo_mini_batch_size splits one generation batch into several optimizer steps that each see a
+    disjoint slice (kind mini_batch: every token trained once per ppo_epochs), TRL's mu trains
+    every token mu times (kind epochs, with at least mu optimizer steps per generation). Counting
+    mini-batch steps as epochs multiplies the update FLOPs by the number of mini-batches."""
+    up, mu = ctx.doc["rollouts"].get("updates"), ctx.doc["grpo"]["num_iterations"]
+    if not up:
+        return
+    if up["passes_per_token"] != mu:
+        yield Issue("$.rollouts.updates.passes_per_token", f"{up['passes_per_token']} passes per token but "
+                    f"grpo.num_iterations = {mu}", "mini-batch optimizer steps do not retrain a token; set "
+                    "num_iterations to the epochs (verl ppo_epochs, TRL num_iterations)")
+    if up["kind"] == "epochs" and up["optimizer_steps_per_generation"] < mu:
+        yield Issue("$.rollouts.updates.optimizer_steps_per_generation", f"{up['optimizer_steps_per_generation']} "
+                    f"optimizer steps per generation cannot train every token mu = {mu} times",
+                    "epochs take at least one optimizer step each")
+
+
+@rule("RO-005", title="off-policy lag is inconsistent", requires=("rollouts",))
+def off_policy(ctx) -> Iterable[Issue]:
+    """`rollouts.off_policy.mean_lag` cannot exceed `max_lag` (staleness in optimizer steps of the
+    rollouts trained on)."""
+    op = ctx.doc["rollouts"].get("off_policy")
+    if op and op.get("mean_lag") is not None and op["mean_lag"] > op["max_lag"]:
+        yield Issue("$.rollouts.off_policy.mean_lag", f"mean lag {op['mean_lag']:g} exceeds max lag {op['max_lag']}",
+                    "the mean staleness is at most the largest")
