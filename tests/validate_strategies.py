@@ -27,7 +27,9 @@ PRM = "Qwen2.5-Math-PRM-7B"
 def engine_of_profile(profile: str) -> str:
     """An engine a report priced under `profile` may name (WORK-008): the profile's own engine,
     or one without profiles for the generic profile."""
-    return "hand-filled" if profile == "generic" else profile.split("-")[0]
+    from suite.validate.equations import profile_engine
+
+    return "hand-filled" if profile == "generic" else profile_engine(profile)
 
 
 def _paired(targets: list) -> list:
@@ -558,7 +560,9 @@ def _other_profile(doc, folder, rng):
     under it: no forgery), so estimates swap among the engines' own profiles."""
     cur = doc["accounting"]["engine_profile"]
     doc["accounting"]["engine_profile"] = rng.choice([p for p in sorted(ENGINES) if p != cur and (
-        folder is not None or p != "generic")])
+        folder is not None or p != "generic") and (      # a twin (same facts, one engine) prices the same run
+        ENGINES[p].describe() | {"name": "", "description": ""} != ENGINES[cur].describe() | {"name": "", "description": ""}
+        or engine_of_profile(p) != engine_of_profile(cur))])
     if folder is not None:
         _rebuild(doc, folder, _records(folder))
     else:

@@ -617,6 +617,15 @@ def estimate_work(ctx) -> Iterable[Issue]:
                     "price the estimate again from its setup: race report --estimate SPEC")
 
 
+def profile_engine(profile: str) -> str:
+    """The engine a profile is named for: the shortest registered profile name it is, or
+    extends with "-..." (trl-vllm -> trl, nemo-rl-on-policy -> nemo-rl); itself otherwise."""
+    from ..accounting import ENGINES
+
+    owners = [p for p in ENGINES if profile == p or profile.startswith(p + "-")]
+    return min(owners, key=len) if owners else profile
+
+
 def own_profiles(engine: str) -> set[str]:
     """The registered engine profiles that model `engine` (named after it: trl, trl-cpu,
     trl-vllm for trl; verl for verl); empty for an engine without profiles of its own."""
@@ -641,8 +650,8 @@ def engine_profile(ctx) -> Iterable[Issue]:
     if prof not in ENGINES:
         return  # PHYS-001 names the unknown profile
     own = own_profiles(engine)
-    family = prof.split("-")[0]
-    foreign = prof != "generic" and family != engine and prof in own_profiles(family)
+    family = profile_engine(prof)
+    foreign = prof != "generic" and family != engine
     if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
                     f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
