@@ -34,9 +34,13 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
     exceed mu x (the rollout's prompt + completion tokens, a shared prefill counted once per
     completion); a run stopped mid-cycle trains less. An estimate (every step priced from
     means) must equal it. Imported and estimated work prices means, rounded once per
-    generation batch: within ceil((mu (K + 1) + 2) x batches / 2) + 1 tokens. A ledger that charges a full-batch pass on every optimizer step
+    generation batch: within ceil((mu (K + 1) + 2) x batches / 2) + 1 tokens. Staged runs and
+    runs that discard rollouts (the `stages` and `rollouts` sections) are the ST and RO rules'.
+    A ledger that charges a full-batch pass on every optimizer step
     breaks this bound."""
     doc = ctx.doc
+    if "stages" in doc or "rollouts" in doc:
+        return  # per-stage settings and discarded rows: the ST and RO rules hold those to their sections
     rows = _rollout_rows_tokens(doc)
     if rows is None:
         return
