@@ -41,11 +41,11 @@ def _paired(targets: list) -> list:
 
 def _adaptable(policy: str, targets: list) -> list:
     """Targets that adapt something in `policy` (gpt-oss has no gate_proj/up_proj of its own:
-    a LoRA on only those is refused), adding q_proj where they would not."""
+    a LoRA on only those is refused; DeepSeek-V3 has no q_proj), adding o_proj where they would not."""
     try:
         Adapter(kind="lora", rank=8, alpha=16.0, targets=tuple(targets)).trainable_params(_load(policy))
     except RaceError:
-        return [*targets, "q_proj"] if "q_proj" not in targets else targets
+        return [*targets, "o_proj"] if "o_proj" not in targets else targets   # every family has an o_proj
     return targets
 
 

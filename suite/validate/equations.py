@@ -68,8 +68,9 @@ class System:
         self.doc = doc
         self.method = _method(doc)
         t = doc["totals"]
-        self.w = t["work"]
-        self.steps = t["steps"]
+        # JSON Schema's integer admits 12.0: the equations read whole numbers as ints
+        self.w = {k: int(v) for k, v in t["work"].items() if isinstance(v, (int, float)) and float(v).is_integer()}
+        self.steps = int(t["steps"])
         prof = doc["accounting"]["engine_profile"]
         self.prof = ENGINES[prof] if prof in ENGINES else None
         try:
@@ -77,8 +78,8 @@ class System:
         except Exception:       # noqa: BLE001 -- the schema reports the setting; nothing to equate
             self.s = None
         g = doc["grpo"]
-        self.K, self.B, self.mu, self.cap = g["group_size"], g["prompts_per_step"], g["num_iterations"], \
-            g["max_completion_tokens"]
+        self.K, self.B, self.mu, self.cap = (int(g[k]) for k in ("group_size", "prompts_per_step", "num_iterations",
+                                                                 "max_completion_tokens"))
         self.N = self.K * self.B
         get = self.w.get
         self.n, self.P, self.C = get("count.completions"), get("count.rollout_prompt", 0), \
@@ -438,7 +439,7 @@ def update_work(ctx) -> Iterable[Issue]:
         out += [_ge(_wp("count.update"), U, want[0], "update tokens (each batch trained once at least)", sl),
                 _le(_wp("count.update"), U, want[1], f"update tokens (each batch trained at most mu = {mu} times)", sl)]
     tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
-    uses = Fraction(U, L) if L else Fraction(mu)          # passes per batch, on average
+    uses = Fraction(mu) if sy.complete or not L else Fraction(U, L)   # passes per batch (on average when cut short)
     rows = uses * sy.n
     sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
     if not sy.padded:

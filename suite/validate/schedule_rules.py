@@ -53,7 +53,8 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
             "generation_batch_size / steps_per_generation rows per micro-step); rebuild the ledger with "
             "suite.train.trl_callback.RaceLedger")
     slack = 0
-    if (doc.get("provenance") or {}).get("method") in ("imported", "estimated"):
+    prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    if prov.get("method") in ("imported", "estimated"):
         # means, rounded once per generation batch: the tolerance of WORK-004's update equation
         k, n = g["group_size"], doc["totals"]["work"].get("count.completions")
         if isinstance(n, int) and k * g["prompts_per_step"]:
@@ -63,7 +64,7 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
         yield Issue("$.totals.tokens.update",
                     f"update tokens {update:,} exceed mu x rollout tokens = {mu} x {rows:,} = {want:,} (mu {mu}{sched}): "
                     f"rows are charged {update / rows:.3g} training passes, at most {mu} run", hint)
-    elif update < want - slack and (doc.get("provenance") or {}).get("method") == "estimated":
+    elif update < want - slack and prov.get("method") == "estimated":
         yield Issue("$.totals.tokens.update",
                     f"update tokens {update:,} but an estimate trains every row mu = {mu} times: {want:,}",
                     "rebuild the estimate (race report --estimate)")
