@@ -27,7 +27,9 @@ PRM = "Qwen2.5-Math-PRM-7B"
 def engine_of_profile(profile: str) -> str:
     """An engine a report priced under `profile` may name (WORK-008): the profile's own engine,
     or one without profiles for the generic profile."""
-    return "hand-filled" if profile == "generic" else profile.split("-")[0]
+    from suite.validate.equations import profile_engine
+
+    return "hand-filled" if profile == "generic" else profile_engine(profile)
 
 
 def _paired(targets: list) -> list:
@@ -39,11 +41,11 @@ def _paired(targets: list) -> list:
 
 def _adaptable(policy: str, targets: list) -> list:
     """Targets that adapt something in `policy` (gpt-oss has no gate_proj/up_proj of its own:
-    a LoRA on only those is refused), adding q_proj where they would not."""
+    a LoRA on only those is refused; DeepSeek-V3 has no q_proj), adding o_proj where they would not."""
     try:
         Adapter(kind="lora", rank=8, alpha=16.0, targets=tuple(targets)).trainable_params(_load(policy))
     except RaceError:
-        return [*targets, "q_proj"] if "q_proj" not in targets else targets
+        return [*targets, "o_proj"] if "o_proj" not in targets else targets   # every family has an o_proj
     return targets
 
 
@@ -558,7 +560,9 @@ def _other_profile(doc, folder, rng):
     under it: no forgery), so estimates swap among the engines' own profiles."""
     cur = doc["accounting"]["engine_profile"]
     doc["accounting"]["engine_profile"] = rng.choice([p for p in sorted(ENGINES) if p != cur and (
-        folder is not None or p != "generic")])
+        folder is not None or p != "generic") and (      # a twin (same facts, one engine) prices the same run
+        ENGINES[p].describe() | {"name": "", "description": ""} != ENGINES[cur].describe() | {"name": "", "description": ""}
+        or engine_of_profile(p) != engine_of_profile(cur))])
     if folder is not None:
         _rebuild(doc, folder, _records(folder))
     else:

@@ -400,8 +400,8 @@ def trl_global_step(state: str | Path, last_logged: int) -> int:
         path = path / "trainer_state.json"
     try:
         g = jsonstrict.load(path, allow_nan=True).get("global_step")
-    except (OSError, ValueError, RaceError, AttributeError):
-        return last_logged
+    except (OSError, ValueError, RaceError, AttributeError):   # JSONInputError is a ValueError or RaceError
+        return last_logged  # read_trl_state has read it already: nothing new to say
     if isinstance(g, bool) or not isinstance(g, int):
         return last_logged
     if g < last_logged:

@@ -602,6 +602,12 @@ class LedgerSummary:
     last_gen_tokens: dict | None = None
     top_repeat: int = 0
     _repeats: dict | None = None   # signature hash -> count, during the scan only
+    # Records whose rows are all equally long, as a padded engine runs them: rollout pairs =
+    # n x tri(positions / n); training positions^2 / full pairs = a whole multiple of the batch.
+    rollout_rows_equal: int = 0
+    train_records: int = 0
+    train_rows_equal: int = 0
+    _batch: int = 0
 
     def _generating(self, steps: list[int], recs: list[dict]) -> None:
         counts = self._repeats
@@ -609,7 +615,18 @@ class LedgerSummary:
             counts = self._repeats = {}
         tok = itemgetter(*TOKEN_KEYS)
         for step, r in zip(steps, recs):
-            t = r["tokens"]
+            t, w = r["tokens"], r["work"]
+            if w.get("count.completions"):
+                n = self._batch = w["count.completions"]
+                roll = w.get("rollout.tokens", 0)
+                if 2 * n * w.get("rollout.attn_causal", 0) == roll * (roll + n):
+                    self.rollout_rows_equal += 1
+            tu, full, n = w.get("update.train.tokens", 0), w.get("update.train.attn_full", 0), self._batch
+            if tu:
+                self.train_records += 1
+                rows, rem = divmod(tu * tu, full) if full else (0, 1)
+                if not rem and n and rows % n == 0:
+                    self.train_rows_equal += 1
             if t["rollout_completion"]:
                 if self.last_gen_step is None:
                     self.first_gen_step = step

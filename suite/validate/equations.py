@@ -1,4 +1,3 @@
-# Over 500 lines: one idea, the closed system of work equations -- every relation between settings, tokens and work, checked together.
 """Work equations: the closed system that ties a report's declared settings (K, prompts per
 step, steps, mu, beta, the completion cap, the engine profile) to its token counts and its work
 statistics, so that work cannot be fabricated while the FLOPs priced from it (PHYS-001) still
@@ -69,8 +68,9 @@ class System:
         self.doc = doc
         self.method = _method(doc)
         t = doc["totals"]
-        self.w = t["work"]
-        self.steps = t["steps"]
+        # JSON Schema's integer admits 12.0: the equations read whole numbers as ints
+        self.w = {k: int(v) for k, v in t["work"].items() if isinstance(v, (int, float)) and float(v).is_integer()}
+        self.steps = int(t["steps"])
         prof = doc["accounting"]["engine_profile"]
         self.prof = ENGINES[prof] if prof in ENGINES else None
         try:
@@ -78,8 +78,8 @@ class System:
         except Exception:       # noqa: BLE001 -- the schema reports the setting; nothing to equate
             self.s = None
         g = doc["grpo"]
-        self.K, self.B, self.mu, self.cap = g["group_size"], g["prompts_per_step"], g["num_iterations"], \
-            g["max_completion_tokens"]
+        self.K, self.B, self.mu, self.cap = (int(g[k]) for k in ("group_size", "prompts_per_step", "num_iterations",
+                                                                 "max_completion_tokens"))
         self.N = self.K * self.B
         get = self.w.get
         self.n, self.P, self.C = get("count.completions"), get("count.rollout_prompt", 0), \
@@ -354,7 +354,8 @@ def rollout_work(ctx) -> Iterable[Issue]:
     it among the K completions) and one decode step per generated token but the first:
     unpadded, `rollout.tokens` = P + C - n and `rollout.lm_head` = C exactly; padded (HF
     generate: every row runs to the longest prompt and completion) at least that, in whole rows
-    (a multiple of K x prompts_per_step). Attention pairs lie between all-equal and one-long
+    (a multiple of K x prompts_per_step), and in each generating record of the ledger the
+    pairs are exactly n x tri(positions / n). Attention pairs lie between all-equal and one-long
     sequences over those positions (pair_bounds), `attn_full` >= `attn_causal`; latent and
     linear models' decode tokens are C - n. Imported: within half a unit per statistic and
     generation batch (the rounding of per-step means)."""
@@ -384,6 +385,11 @@ def rollout_work(ctx) -> Iterable[Issue]:
                                      f"rows of {sy.N} (K x prompts_per_step)", HINT))
         if "rollout.decode_tokens" in w:
             out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
+        led = sy.led
+        if led is not None and led.rollout_rows_equal != led.generations:
+            out.append(Issue(_wp("rollout.attn_causal"), f"{led.generations - led.rollout_rows_equal:,} of the ledger's "
+                             f"{led.generations:,} generating records have rollout pairs that are not n x tri(positions "
+                             f"/ n): a padded rollout runs every row to the same length", HINT))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
     psl = sy.slack(3 + Fraction(sy.K * P + C, max(n, 1)))   # a bound moves by ~the mean length per token rounded
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
@@ -412,7 +418,8 @@ def update_work(ctx) -> Iterable[Issue]:
     `count.update` U = mu x L with L = P + C (K x P + C where the prompt prefill is shared),
     exactly when every batch was trained mu times (one record per generation, or whole mu-step
     cycles); a run stopped inside a cycle lies between L and mu x L. Unpadded training:
-    `update.train.tokens` = U; padded: at least U, in whole rows. Logits: mu x C (completion
+    `update.train.tokens` = U; padded: at least U, in whole rows (each ledger record's
+    positions^2 / full pairs a whole multiple of its batch). Logits: mu x C (completion
     positions) or every position but the last of each row. Pairs: `attn_full` = 2 x
     `attn_causal` - tokens (each row is a full square), causal pairs within pair_bounds.
     Dividing a ledger's update work by 100 (726 update tokens a step against 31,956) is
@@ -432,7 +439,7 @@ def update_work(ctx) -> Iterable[Issue]:
         out += [_ge(_wp("count.update"), U, want[0], "update tokens (each batch trained once at least)", sl),
                 _le(_wp("count.update"), U, want[1], f"update tokens (each batch trained at most mu = {mu} times)", sl)]
     tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
-    uses = Fraction(U, L) if L else Fraction(mu)          # passes per batch, on average
+    uses = Fraction(mu) if sy.complete or not L else Fraction(U, L)   # passes per batch (on average when cut short)
     rows = uses * sy.n
     sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
     if not sy.padded:
@@ -444,6 +451,11 @@ def update_work(ctx) -> Iterable[Issue]:
             out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
                              f"of rows of {sy.N}", HINT))
         want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else tok - rows
+        led = sy.led
+        if led is not None and led.train_rows_equal != led.train_records:
+            out.append(Issue(_wp("update.train.attn_full"), f"{led.train_records - led.train_rows_equal:,} of the ledger's "
+                             f"{led.train_records:,} training records are not whole padded rows (positions^2 / full "
+                             f"pairs a multiple of the batch's completions)", HINT))
     if sy.complete:
         out.append(_eq(_wp("update.train.lm_head"), lm, want_lm, "training logits", sl))
     elif sy.prof.lm_head_train == "completion":
@@ -606,6 +618,15 @@ def estimate_work(ctx) -> Iterable[Issue]:
                     "price the estimate again from its setup: race report --estimate SPEC")
 
 
+def profile_engine(profile: str) -> str:
+    """The engine a profile is named for: the shortest registered profile name it is, or
+    extends with "-..." (trl-vllm -> trl, nemo-rl-on-policy -> nemo-rl); itself otherwise."""
+    from ..accounting import ENGINES
+
+    owners = [p for p in ENGINES if profile == p or profile.startswith(p + "-")]
+    return min(owners, key=len) if owners else profile
+
+
 def own_profiles(engine: str) -> set[str]:
     """The registered engine profiles that model `engine` (named after it: trl, trl-cpu,
     trl-vllm for trl; verl for verl); empty for an engine without profiles of its own."""
@@ -630,9 +651,8 @@ def engine_profile(ctx) -> Iterable[Issue]:
     if prof not in ENGINES:
         return  # PHYS-001 names the unknown profile
     own = own_profiles(engine)
-    parts = prof.split("-")    # the engine a profile is named for: its shortest prefix that is a profile
-    family = next(("-".join(parts[:i]) for i in range(1, len(parts) + 1) if "-".join(parts[:i]) in ENGINES), prof)
-    foreign = prof != "generic" and family != engine and prof in own_profiles(family)
+    family = profile_engine(prof)
+    foreign = prof != "generic" and family != engine
     if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
                     f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",

@@ -114,7 +114,7 @@ def _rel(a: int, b: int) -> float:
 
 def _close(a: int, b: int) -> bool:
     # Exact: a float ratio cannot tell one FLOP from none at 10^17 FLOPs (its resolution is ~10^-16).
-    return Fraction(abs(a - b), max(abs(b), 1)) <= _TOLERANCE
+    return Fraction(abs(a - b)) / max(abs(b), 1) <= _TOLERANCE   # Fraction(float) is exact: 1e15 is a valid integer
 
 
 _PHYS_REQ = ("policy", "adapter", "grpo", "reward", "accounting", "totals")
