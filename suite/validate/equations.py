@@ -1,3 +1,4 @@
+# Over 500 lines: one idea, the closed system of work equations -- every relation between settings, tokens and work, checked together.
 """Work equations: the closed system that ties a report's declared settings (K, prompts per
 step, steps, mu, beta, the completion cap, the engine profile) to its token counts and its work
 statistics, so that work cannot be fabricated while the FLOPs priced from it (PHYS-001) still
