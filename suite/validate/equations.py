@@ -37,6 +37,8 @@ from .registry import Issue, rule
 
 _REQ = ("grpo", "accounting", "totals")
 BASE = ("tokens", "attn_causal", "attn_full", "lm_head")
+TEMPLATE_TOKENS = 256
+"""Tokens a reward model's own template may add to each sequence it scores (system prompt, step tags)."""
 HINT = "rebuild the ledger and report from the run (race report LEDGER --spec SPEC); work is not edited by hand"
 
 
@@ -542,7 +544,9 @@ def reward_work(ctx) -> Iterable[Issue]:
     those where TRL pads a model reward's batch), its causal pairs lie within pair_bounds, its score head projects every
     position (`reward.heads` = `reward.tokens`), each sequence is a full square
     (`attn_full` = 2 x `attn_causal` - tokens), and it scores at most twice each sequence's prompt
-    and completion (`reward_tokens_bound`: its own tokenizer may spell the text longer).
+    and completion (`reward_tokens_bound`: its own tokenizer may spell the text longer) plus
+    TEMPLATE_TOKENS a sequence (a PRM's chat template and step separators: the suite's own PRM
+    cells score 2.2x their policy tokens).
     Imported: within half a unit per statistic and
     generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
@@ -564,7 +568,8 @@ def reward_work(ctx) -> Iterable[Issue]:
            _ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl))
     causal = w.get("reward.attn_causal", 0)
     for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
-              _le(_wp("count.reward"), sy.R, 2 * seq, "tokens scored (at most twice each prompt + completion)", sl),
+              _le(_wp("count.reward"), sy.R, 2 * seq + TEMPLATE_TOKENS * sy.n,
+                  f"tokens scored (at most twice each prompt + completion, and {TEMPLATE_TOKENS} of a template each)", sl),
               _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs",
                   sy.slack(3 + Fraction(rt, max(sy.n, 1)))),
               _le(_wp("reward.attn_causal"), causal, _tri(rt), "reward-model causal pairs", sy.slack(4)),
