@@ -121,7 +121,7 @@ def test_wheel_carries_the_checkouts_data_and_one_import_name(dist):
         catalog = {n for n in names if n.startswith("suite/accounting/catalog/")}
     assert shipped == _data_files(ROOT), "the wheel's data differ from the checkout's schemas/, tasks/, reporters/"
     assert code == {p.relative_to(ROOT).as_posix() for p in (ROOT / "suite").rglob("*.py")}
-    assert catalog == {p.relative_to(ROOT).as_posix() for p in (ROOT / "suite/accounting/catalog").glob("*")
+    assert catalog == {p.relative_to(ROOT).as_posix() for p in (ROOT / "suite/accounting/catalog").rglob("*")
                        if p.is_file()} != set()
     with tarfile.open(sdist) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if m.isfile()}
