@@ -4,6 +4,7 @@ native reward of held-out prompts, for the sparse and the PRM reward systems.
 Held out: all 250 problems of arith-easy-250 (a test split, never in the training data; the
 base policy-s solves 0.376 of them), greedy completions, scored by the cell's own reward system.
 Slow (it trains; both systems at once, one worker each): see MARGIN and BUDGETS for what is claimed.
+CI checks the sparse system; the PRM system runs with RACE_LEARN_PRM=1 (SYSTEMS).
 
 Measured (2 cores, 1 thread per run, 2026-11-30): s-sparse 0.376 -> 0.396 at 4e11 and 1e12 FLOPs
 (35, 88 steps), 0.496 at 1.5e12 (133 steps) and 2e12 (177). On the first 100 problems alone
@@ -17,6 +18,7 @@ policy-s's wrong two-digit results and the policy drifted to them."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -27,6 +29,9 @@ from suite.train.run import run_cell
 N_HELD_OUT = 250
 MARGIN = 0.05  # adapter mean native reward - base mean native reward, at least
 BUDGETS = {"sparse": 15 * 10**11, "prm": 8 * 10**12}
+# The PRM run (207 steps, ~340 s on 2 cores) is the long lane: CI's 25-minute budget holds the
+# sparse system's claim; RACE_LEARN_PRM=1 trains and checks the PRM one too (both at once).
+SYSTEMS = list(BUDGETS) if os.environ.get("RACE_LEARN_PRM") else ["sparse"]
 
 
 def native_reward(policy_dir, adapter_dir, system: str, rows) -> float:
@@ -67,15 +72,15 @@ def trained(tmp_path_factory) -> dict[str, tuple[int, object]]:
     from suite.pipeline.executors import Job, run_jobs
 
     root = tmp_path_factory.mktemp("learn")
-    jobs = [Job(key=s, fn=_train, args=(s, str(root / s))) for s in BUDGETS]
+    jobs = [Job(key=s, fn=_train, args=(s, str(root / s))) for s in SYSTEMS]
     results = {r.key: r for r in run_jobs(jobs, workers=len(jobs))}
     for r in results.values():
         assert r.ok, (r.key, r.error)
-    return {s: (results[s].value, root / s) for s in BUDGETS}
+    return {s: (results[s].value, root / s) for s in SYSTEMS}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("system", list(BUDGETS))
+@pytest.mark.parametrize("system", SYSTEMS)
 def test_adapter_beats_base_on_held_out_native_reward(trained, system, record_property):
     steps, run = trained[system]
     cell = load_cell(tasks() / "cells" / f"s-{system}.yaml")
