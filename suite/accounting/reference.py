@@ -44,16 +44,20 @@ def _conv_backward(grad_out_shape, x_shape, w_shape, bias, stride, padding, dila
     return flops
 
 
-def flop_counter():
-    """A FlopCounterMode (no printout) that also counts in-place addmm_/baddbmm_ and counts a
-    grouped convolution's weight gradient per group."""
+def flop_formulas() -> dict:
+    """FlopCounterMode's custom_mapping here: in-place addmm_/baddbmm_ counted, a grouped
+    convolution's weight gradient counted per group."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
 
     aten = torch.ops.aten
-    return FlopCounterMode(display=False, custom_mapping={aten.addmm_: _inplace_addmm,
-                                                          aten.baddbmm_: _inplace_baddbmm,
-                                                          aten.convolution_backward: _conv_backward})
+    return {aten.addmm_: _inplace_addmm, aten.baddbmm_: _inplace_baddbmm, aten.convolution_backward: _conv_backward}
+
+
+def flop_counter():
+    """A FlopCounterMode (no printout) with `flop_formulas`."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    return FlopCounterMode(display=False, custom_mapping=flop_formulas())
 
 
 def build_model(spec: ModelSpec, device: str = "meta", seed: int = 0):
@@ -117,9 +121,13 @@ def add_lora(model, adapter: Adapter):
 
     modules = [t for t in adapter.targets if "." not in t]
     params = [t for t in adapter.targets if "." in t]
-    return get_peft_model(model, LoraConfig(r=adapter.rank, lora_alpha=adapter.alpha or 2 * adapter.rank,
-                                            target_modules=ALL_LINEAR if modules == [ALL_LINEAR] else modules,
-                                            target_parameters=params or None, lora_dropout=0.0))
+    config = LoraConfig(r=adapter.rank, lora_alpha=adapter.alpha or 2 * adapter.rank,
+                        target_modules=ALL_LINEAR if modules == [ALL_LINEAR] else modules,
+                        target_parameters=params or None, lora_dropout=0.0)
+    # a meta model's adapters on meta too: peft would allocate and initialise them on the CPU
+    # (an expert stack's LoRA of a 400B MoE is gigabytes)
+    meta = next(model.parameters()).is_meta
+    return get_peft_model(model, config, low_cpu_mem_usage=meta)
 
 
 def adapted_units(peft_model) -> list[tuple]:

@@ -28,6 +28,7 @@ Needs torch and transformers (the light core prices catalogued models without th
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import functools
@@ -162,12 +163,31 @@ def _meta_model(config: str):
     return _build(json.loads(config), "meta")
 
 
-def _fresh(config: str, device: str):
+def _fresh(config: str, device: str, keep: tuple[int, ...] | None = None):
     """A model to measure (and to wrap with peft): a copy of the cached meta model, or on the CPU a
-    freshly initialised one (seeded)."""
+    freshly initialised one (seeded). With `keep` (the layers of `_classes`), every other decoder
+    layer is a `_Skip`: it is never copied, run nor adapted."""
     import copy
 
-    return copy.deepcopy(_meta_model(config)) if device == "meta" else _build(json.loads(config), device)
+    if device != "meta":
+        model = _build(json.loads(config), device)
+        if keep is not None:
+            layers = model.get_submodule(_layer_list(model, len(keep)))
+            for j, r in enumerate(keep):
+                if r != j:
+                    layers[j] = _skip(layers[j], layers[r])
+        return model
+    if keep is None:
+        return copy.deepcopy(_meta_model(config))
+    meta = _meta_model(config)
+    layers = meta.get_submodule(_layer_list(meta, len(keep)))
+    memo = {id(layers[j]): _skip(layers[j], None) for j, r in enumerate(keep) if r != j}
+    model = copy.deepcopy(meta, memo)
+    copied = model.get_submodule(_layer_list(model, len(keep)))
+    for j, r in enumerate(keep):
+        if r != j:
+            object.__setattr__(copied[j], "_race_rep", copied[r])
+    return model
 
 
 def _build(cfg: dict, device: str, seed: int = 0):
@@ -197,35 +217,234 @@ def _layer_list(model, n: int) -> str:
                     "the traced path needs the decoder layers as one nn.ModuleList")
 
 
+# ---- one layer of each structure ---------------------------------------------------------------
+
+
+def _fact(v):
+    """A hashable fact of a module attribute that may change what its forward computes (None: not
+    a fact -- configs, caches, other objects, which a layer shares with its peers or which its
+    parameters and submodules already describe)."""
+    import enum
+    import types
+
+    import torch
+
+    if isinstance(v, (bool, int, str)) or v is None:
+        return v
+    if isinstance(v, float):
+        return repr(v)  # nan == nan
+    if isinstance(v, (torch.dtype, torch.device, enum.Enum)):
+        return str(v)
+    if isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)):
+        f = getattr(v, "func", v)
+        return f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', type(f).__name__)}"
+    if isinstance(v, (tuple, list)):
+        got = tuple(_fact(x) for x in v)
+        return (type(v).__name__, got) if all(x is not None or y is None for x, y in zip(got, v)) else None
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        got = tuple(sorted((k, _fact(x)) for k, x in v.items()))
+        return ("dict", got) if all(x is not None or v[k] is None for k, x in got) else None
+    return None
+
+
+def _structures(layers, windows: tuple[int, ...]) -> list:
+    """What decides each layer's FLOPs: per submodule its class, its parameter and buffer shapes
+    and dtypes and its plain attributes (flags, sizes, windows, layer kinds), and the layer's
+    window. An integer attribute equal to the layer's index plus a constant in every layer that
+    has it (layer_idx, layer_number) names the layer, not its structure, and is left out."""
+    import torch
+
+    base = set(vars(torch.nn.Module()))
+    raw = []
+    for layer in layers:
+        shape, attrs = [], {}
+        for path, mod in layer.named_modules():
+            tensors = [*mod._parameters.items(), *mod._buffers.items()]
+            shape.append((path, type(mod).__module__, type(mod).__qualname__,
+                          tuple((k, tuple(t.shape), str(t.dtype)) for k, t in tensors if t is not None)))
+            for k, v in vars(mod).items():
+                if k not in base:
+                    attrs[(path, k)] = _fact(v)
+        raw.append((tuple(shape), attrs))
+    index = set()  # among the layers that have it (a hybrid's attention layers, its Mamba layers)
+    for k in set().union(*(a for _, a in raw)):
+        has = [(i, a[k]) for i, (_, a) in enumerate(raw) if k in a]
+        if len(has) > 1 and all(type(v) is int for _, v in has) and len({v - i for i, v in has}) == 1:
+            index.add(k)
+    return [(shape, tuple(sorted((k, repr(v)) for k, v in a.items() if k not in index)), w)
+            for (shape, a), w in zip(raw, windows)]
+
+
+@functools.lru_cache(maxsize=64)
+def _classes(config: str, windows: tuple[int, ...]) -> tuple[int, ...]:
+    """For each decoder layer, the first layer of the same structure (`_structures`): layers of
+    one structure cost the same FLOPs, so only the first of each is measured."""
+    model = _meta_model(config)
+    layers = model.get_submodule(_layer_list(model, len(windows)))
+    first: dict = {}
+    return tuple(first.setdefault(s, i) for i, s in enumerate(_structures(layers, windows)))
+
+
+@functools.lru_cache(maxsize=1)
+def _skip_class():
+    import torch
+
+    class Skip(torch.nn.Module):
+        """A decoder layer left out of a measurement (an earlier layer of its structure is
+        measured): it passes its hidden states through, in the container its measured peer
+        returned, and answers attribute reads (attention_type, layer_idx) as the layer would."""
+
+        def forward(self, *args, **kwargs):
+            hidden = args[0] if args else kwargs.get("hidden_states")
+            out = getattr(self._race_rep, "_race_out", None)
+            first = out[0] if isinstance(out, tuple) else out
+            if not (isinstance(hidden, torch.Tensor) and isinstance(first, torch.Tensor)
+                    and hidden.shape == first.shape):
+                raise _SkipFailed(type(self._race_layer).__name__)
+            # a new tensor (a view: no FLOPs), so the FLOP counter's per-module backward hooks on
+            # this layer's input and output do not land on its measured peer's output
+            hidden = hidden.view_as(hidden)
+            return (hidden, *out[1:]) if isinstance(out, tuple) else hidden
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(object.__getattribute__(self, "_race_layer"), name)
+
+    return Skip
+
+
+class _SkipFailed(RuntimeError):
+    """A left-out layer could not stand in for its layer (its inputs or outputs are not one hidden
+    state): the measurement runs every layer instead."""
+
+
+def _skip(layer, rep):
+    s = _skip_class()()
+    object.__setattr__(s, "_race_layer", layer)
+    object.__setattr__(s, "_race_rep", rep)
+    return s
+
+
+def _record_outputs(model, keep: tuple[int, ...]) -> None:
+    """Each measured layer that stands for others keeps its last output (what its Skips return)."""
+    layers = model.get_submodule(_layer_list(model, len(keep)))
+
+    def hook(mod, args, out):
+        object.__setattr__(mod, "_race_out", out)
+
+    for r in sorted(set(keep)):
+        if keep.count(r) > 1:
+            layers[r].register_forward_hook(hook)
+
+
 # ---- measuring ----------------------------------------------------------------------------------
 
 
-def _per_layer(fc, prefix: str, n: int, head: str) -> list[int]:
-    """FLOPs of each decoder layer, then of everything else but the output head (per-layer
-    input projections, model-level mixers: entry n)."""
-    counts = {k: sum(v.values()) for k, v in fc.get_flop_counts().items()}
-    out = [0] * (n + 1)
-    for key, v in counts.items():
-        up, _, idx = key.rpartition(".")
-        if idx.isdigit() and (up == prefix or up.endswith("." + prefix)) and int(idx) < n:
-            out[int(idx)] += v
-    heads = sum(v for k, v in counts.items() if k == head or k.endswith("." + head))
-    out[n] = counts.get("Global", 0) - sum(out[:n]) - heads
-    return out
+class _Regions:
+    """Which entry of a pass each counted op belongs to: decoder layer i (i < n), the rest of the
+    model (n) or the output head (n + 1). In a forward (a checkpoint's recompute included), the
+    region whose forward is running; in a backward, the region whose forward created the autograd
+    node being run (its sequence number falls in the region's span). A module tracker's backward
+    hooks (FlopCounterMode's) hand some of a module's neighbours' backward ops to it (Gemma 4's
+    per-layer inputs land in layer 0), which would be copied with the layer."""
+
+    def __init__(self, n: int, modules: dict):
+        import torch
+
+        self.n, self.stack, self.starts, self.spans, self.backward = n, [], [], [], False
+        self._seq, self._node = torch._C._autograd._get_sequence_nr, torch._C._current_autograd_node
+        for i, mod in modules.items():
+            self._wrap(mod, i)
+
+    def _wrap(self, mod, i: int) -> None:
+        inner = mod.forward
+
+        def forward(*args, **kwargs):
+            start = self._seq()
+            self.stack.append(i)
+            try:
+                return inner(*args, **kwargs)
+            finally:  # a checkpoint's recompute may stop early by raising
+                self.stack.pop()
+                self.starts.append(start)
+                self.spans.append((self._seq(), i))
+
+        mod.forward = forward
+
+    def where(self) -> int:
+        if self.stack:
+            return self.stack[-1]
+        node = self._node()
+        if node is None:
+            return self.n
+        s = node._sequence_nr()
+        k = bisect.bisect_right(self.starts, s) - 1
+        return self.spans[k][1] if k >= 0 and s < self.spans[k][0] else self.n
+
+    def counter(self):
+        """A FlopCounterMode for one pass, its FLOPs per entry in `.per_entry`, and those a
+        checkpoint recomputed in the backward (a region's forward running while `backward` is
+        set) in `.recomputed`."""
+        self.stack.clear()
+        self.starts.clear()
+        self.spans.clear()
+        self.backward = False
+        return _counter_class()(self)
+
+
+@functools.lru_cache(maxsize=1)
+def _counter_class():
+    from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
+
+    from .reference import flop_formulas
+
+    class RegionFlops(FlopCounterMode):
+        """FlopCounterMode's formulas and dispatch, counted per `_Regions` entry (no module tracker)."""
+
+        def __init__(self, regions: _Regions):
+            super().__init__(display=False, custom_mapping=flop_formulas())
+            self.regions = regions
+            self.per_entry = [0] * (regions.n + 2)
+            self.recomputed = [0] * (regions.n + 2)
+
+        def __enter__(self):
+            self.mode = _FlopCounterMode(self)
+            self.mode.__enter__()
+            return self
+
+        def __exit__(self, *args):
+            out, self.mode = self.mode.__exit__(*args), None
+            return out
+
+        def _count_flops(self, func_packet, out, args, kwargs):
+            formula = self.flop_registry.get(func_packet)
+            if formula is not None:
+                r, flops = self.regions, formula(*args, **kwargs, out_val=out)
+                self.per_entry[r.where()] += flops
+                if r.backward and r.stack:
+                    self.recomputed[r.stack[-1]] += flops
+            return out
+
+    return RegionFlops
 
 
 class _Meter:
     """Per-layer FLOPs of one model's passes (meta device unless it needs data)."""
 
-    def __init__(self, spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool):
+    def __init__(self, spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, keep: tuple[int, ...] | None):
         from .reference import add_lora
 
         self.spec, self.adapter = spec, adapter
-        self.device = _device(spec.config)
-        model = _fresh(spec.config, self.device)
-        self.prefix = _layer_list(model, spec.num_layers)
-        out = model.get_output_embeddings()
-        self.head = next((name for name, mod in model.named_modules() if mod is out), "lm_head")
+        self.device = _device(spec.config, keep)
+        model = _fresh(spec.config, self.device, keep)
+        n = spec.num_layers
+        layers = model.get_submodule(_layer_list(model, n))
+        if keep is not None:
+            _record_outputs(model, keep)
+        self.regions = _Regions(n, {**{i: layers[i] for i in sorted(set(keep or range(n)))},
+                                    n + 1: model.get_output_embeddings()})
         self.model = add_lora(model, adapter)
         self.rg0, self.gc = rg0, gc
 
@@ -240,19 +459,20 @@ class _Meter:
 
         import torch
 
-        from .reference import _meta_autocast, flop_counter
+        from .reference import _meta_autocast
 
         ids, mask = self._ids(b, L)
         m = self.model
         m.eval()
         ctx = m.disable_adapter() if base and hasattr(m, "disable_adapter") else contextlib.nullcontext()
-        fc = flop_counter()
+        fc = self.regions.counter()
         with ctx, fc, torch.no_grad(), _meta_autocast(self.device):
             m(input_ids=ids, attention_mask=mask, use_cache=False)
-        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+        return fc.per_entry[:-1]  # the head is priced analytically
 
-    def train(self, b: int, L: int, gc: bool) -> list[int]:
-        from .reference import _meta_autocast, flop_counter
+    def train(self, b: int, L: int, gc: bool) -> tuple[list[int], list[int]]:
+        """A training pass: (FLOPs per entry, those its checkpoint recomputes)."""
+        from .reference import _meta_autocast
 
         m = self.model
         if gc:
@@ -263,32 +483,38 @@ class _Meter:
             m.enable_input_require_grads()
         m.train()
         ids, mask = self._ids(b, L)
-        fc = flop_counter()
+        fc = self.regions.counter()
         with fc, _meta_autocast(self.device):
             out = m(input_ids=ids, attention_mask=mask, use_cache=False)
+            self.regions.backward = True
             out.logits.sum().backward()
         m.zero_grad(set_to_none=True)
         if self.adapter.kind == "lora" and self.rg0:
             m.disable_input_require_grads()
         if gc:
             m.gradient_checkpointing_disable()
-        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+        return fc.per_entry[:-1], fc.recomputed[:-1]  # the head is priced analytically
 
-    def decode(self, p: int) -> list[int]:
-        """One decode step after a prefill of p tokens (p + 1 keys)."""
+    def decode(self, p: int) -> tuple[list[int], list[int]]:
+        """Two decode steps after a prefill of p tokens, as generate runs them: over p + 1 keys,
+        then p + 2."""
         import torch
 
-        from .reference import _meta_autocast, flop_counter
+        from .reference import _meta_autocast
 
         m = self.model
         m.eval()
-        ids, mask = self._ids(1, p + 1)
+        ids, mask = self._ids(1, p + 2)
+        steps = []
         with torch.no_grad(), _meta_autocast(self.device):
             out = m(input_ids=ids[:, :p], attention_mask=mask[:, :p], use_cache=True)
-            fc = flop_counter()
-            with fc:
-                m(input_ids=ids[:, p:], attention_mask=mask, past_key_values=out.past_key_values, use_cache=True)
-        return _per_layer(fc, self.prefix, self.spec.num_layers, self.head)
+            for k in (p, p + 1):
+                fc = self.regions.counter()
+                with fc:
+                    out = m(input_ids=ids[:, k:k + 1], attention_mask=mask[:, :k + 1],
+                            past_key_values=out.past_key_values, use_cache=True)
+                steps.append(fc.per_entry[:-1])  # the head is priced analytically
+        return steps[0], steps[1]
 
 
 def _solve(rows: list[list[Fraction]], ys: list[int]) -> list[Fraction] | None:
@@ -316,15 +542,16 @@ def _basis(L: int, chunked: bool, chunk: int = CHUNK) -> list[Fraction]:
 _STATS = ("tok", "pair", "row", "chunk", "chunk2")
 
 
-def _fit(measure, n_layers: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
-    """Per-layer {stat: FLOPs} of a pass measured at batch 1 over several lengths, exact."""
+def _fit(measure, entries: list[int], what: str, name: str, chunk: int = CHUNK) -> list[dict]:
+    """{stat: FLOPs} of each of `entries` (layers; the last, the rest of the model) of a pass
+    measured at batch 1 over several lengths, exact."""
     k = chunk / CHUNK  # the chunked lengths scale with the chunk (crossing 1, 2, 3 chunk boundaries)
     scaled = tuple(L if L < 10 else int(L * k) for L in CHUNK_LENGTHS + CHECK_LENGTHS)
     for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
                                      (True, scaled[:5], scaled[5:])):
         got = {L: measure(1, L) for L in (*lengths, *checks)}
         out, ok = [], True
-        for i in range(n_layers):
+        for i in entries:
             sol = _solve([_basis(L, chunked, chunk) for L in lengths], [got[L][i] for L in lengths])
             if sol is None or any(x.denominator != 1 for x in sol) or any(
                     sum(c * b for c, b in zip(sol, _basis(L, chunked, chunk))) != got[L][i] for L in checks):
@@ -338,17 +565,17 @@ def _fit(measure, n_layers: int, what: str, name: str, chunk: int = CHUNK) -> li
                     "report it with the config; its FLOPs would be a guess")
 
 
-def _calls(measure, per_layer: list[dict]) -> list[int]:
+def _calls(measure, entries: list[int]) -> list[int]:
     """Per-layer constant per forward call: 2 F(1, L) - F(2, L) (per-row terms double)."""
     one, two = measure(1, CALL_LENGTH), measure(2, CALL_LENGTH)
-    return [2 * a - b for a, b in zip(one, two)]
+    return [2 * one[i] - two[i] for i in entries]
 
 
-def _with_calls(measure, n: int, what: str, name: str, chunk: int = CHUNK) -> list[dict]:
+def _with_calls(measure, entries: list[int], what: str, name: str, chunk: int = CHUNK) -> list[dict]:
     """Per-layer stats of a pass, its batch-1 constant split into per-row and per-call parts."""
     measure = functools.lru_cache(maxsize=None)(measure)
-    layers = _fit(measure, n, what, name, chunk)
-    for c, k in zip(layers, _calls(measure, layers)):
+    layers = _fit(measure, entries, what, name, chunk)
+    for c, k in zip(layers, _calls(measure, entries)):
         if k:
             c["call"] = k
             c["row"] = c.get("row", 0) - k
@@ -438,26 +665,50 @@ def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     return out
 
 
-def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
-    m = _Meter(spec, adapter, rg0, gc)
+def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, every_layer: bool = False) -> dict:
+    """Measure and fit one layer of each structure (`_classes`), or with `every_layer` each
+    decoder layer (the slow reference the fast path is tested against); a model whose layers
+    cannot be left out (`_SkipFailed`) is measured whole."""
+    keep = None if every_layer else _classes(spec.config, spec.windows)
+    if keep is not None and len(set(keep)) < len(keep):
+        try:
+            return _measure(spec, adapter, rg0, gc, keep)
+        except _SkipFailed:
+            pass
+    return _measure(spec, adapter, rg0, gc, None)
+
+
+def _measure(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, keep: tuple[int, ...] | None) -> dict:
+    m = _Meter(spec, adapter, rg0, gc, keep)
     n, w, name = spec.num_layers + 1, spec.windows + (0,), spec.name  # + the rest of the model
     k = spec.chunk
-    fwd = _with_calls(lambda b, L: m.forward(b, L), n, "forward", name, k)
-    base = fwd if adapter.kind == "full" else _with_calls(lambda b, L: m.forward(b, L, base=True), n, "forward", name, k)
-    t1 = _with_calls(lambda b, L: m.train(b, L, False), n, "training pass", name, k)
-    t2 = _with_calls(lambda b, L: m.train(b, L, True), n, "training pass", name, k) if gc else t1
-    out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(t1, fwd), w),
-           "recompute": _sum(_diff(t2, t1), w)}
+    of = (keep or tuple(range(spec.num_layers))) + (spec.num_layers,)  # the entry each layer is priced as
+    e = sorted(set(of))
+
+    def fit(measure, what):
+        got = dict(zip(e, _with_calls(measure, e, what, name, k)))
+        return [got[of[i]] for i in range(n)]
+
+    fwd = fit(lambda b, L: m.forward(b, L), "forward")
+    base = fwd if adapter.kind == "full" else fit(lambda b, L: m.forward(b, L, base=True), "forward")
+    # one training pass (with checkpointing if it is on) gives the pass and, apart, what its
+    # checkpoint recomputed; the backward is the rest beyond the forward
+    train = functools.lru_cache(maxsize=None)(lambda b, L: m.train(b, L, gc))
+    t = fit(lambda b, L: train(b, L)[0], "training pass")
+    rec = fit(lambda b, L: train(b, L)[1], "checkpoint recompute") if gc else [{}] * n
+    out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(_diff(t, fwd), rec), w),
+           "recompute": _sum(rec, w)}
     # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
-    p1, p2 = 3, 4
-    d1, d2 = m.decode(p1), m.decode(p2)
+    p1 = 3
+    d1, d2 = m.decode(p1)
     dec_tok = dec_pair = 0
     for i in range(n):
-        slope = d2[i] - d1[i]
+        j = of[i]
+        slope = d2[j] - d1[j]
         # beyond the pairs of its forward, a decode step may re-expand every cached key (MLA's
         # latents, an indexer's keys): per decode pair
         dec_pair += slope - fwd[i].get("pair", 0)
-        dec_tok += d1[i] - slope * (p1 + 1) - fwd[i].get("tok", 0) - fwd[i].get("call", 0)
+        dec_tok += d1[j] - slope * (p1 + 1) - fwd[i].get("tok", 0) - fwd[i].get("call", 0)
     if dec_tok:
         out["fwd"]["dec_tok"] = dec_tok
     if dec_pair:
@@ -475,16 +726,27 @@ def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dic
 
 @functools.lru_cache(maxsize=128)
 def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
-    """(what peft adapts, trainable parameters) on the real model (meta device)."""
+    """(what peft adapts, trainable parameters) on the real model (meta device): peft wraps one
+    layer of each structure (`_classes`); the others adapt what their first does."""
     _need_torch()
     from .reference import adapted_units, add_lora
 
+    keep = _classes(spec.config, spec.windows)
     with _quiet():
-        model = add_lora(_fresh(spec.config, "meta"), adapter)
-    units = tuple(LoraUnit(*u) for u in adapted_units(model))
+        model = add_lora(_fresh(spec.config, "meta", keep), adapter)
+    prefix = _layer_list(model, spec.num_layers) + "."
+    per_layer: dict[int, int] = {}  # trainable parameters of each adapted layer
+    for path, p in model.named_parameters():
+        if p.requires_grad and path.startswith(prefix):
+            i = int(path[len(prefix):].split(".")[0])
+            per_layer[i] = per_layer.get(i, 0) + p.numel()
+    units = [LoraUnit(*u) for u in adapted_units(model)]
+    units += [dataclasses.replace(u, layer=j) for j, r in enumerate(keep) if r != j for u in units if u.layer == r]
     if adapter.kind == "lora" and not units:
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
-    return units, sum(p.numel() for p in model.parameters() if p.requires_grad)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    trainable += sum(per_layer.get(r, 0) for j, r in enumerate(keep) if r != j)
+    return tuple(sorted(units, key=dataclasses.astuple)), trainable
 
 
 CPU_LIMIT = 20_000_000
@@ -493,19 +755,24 @@ scans, data-dependent routing) is traced on the CPU with random weights instead.
 
 
 @functools.lru_cache(maxsize=256)
-def _device(config: str) -> str:
-    """meta, unless the modeling code needs data: then the CPU for a small model, else refused."""
+def _device(config: str, keep: tuple[int, ...] | None = None) -> str:
+    """meta, unless the modeling code needs data: then the CPU for a small model, else refused
+    (one forward of the layers `keep` names, as `_fresh` builds them)."""
     import torch
 
     with _quiet():
-        model = _meta_model(config)
+        model = _meta_model(config) if keep is None else _fresh(config, "meta", keep)
+        if keep is not None:
+            _record_outputs(model, keep)
         ids = torch.full((1, 5), 3, dtype=torch.long, device="meta")
         try:
             with torch.no_grad():
                 model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
             return "meta"
+        except _SkipFailed:
+            return _device(config)
         except (RuntimeError, NotImplementedError) as e:
-            n = sum(p.numel() for p in model.parameters())
+            n = sum(p.numel() for p in _meta_model(config).parameters())
             if n > CPU_LIMIT:
                 raise RaceError(f"{json.loads(config).get('model_type')}: its modeling code cannot run on the meta "
                                 f"device ({str(e).splitlines()[0][:80]}), and at {n:,} parameters it is too big to "
