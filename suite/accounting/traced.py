@@ -354,6 +354,7 @@ class _Regions:
         import torch
 
         self.n, self.stack, self.starts, self.spans, self.backward = n, [], [], [], False
+        self.kernels = _MetaKernels()  # shared by the passes of one model
         self._seq, self._node = torch._C._autograd._get_sequence_nr, torch._C._current_autograd_node
         for i, mod in modules.items():
             self._wrap(mod, i)
@@ -394,37 +395,126 @@ class _Regions:
         return _counter_class()(self)
 
 
+class _MetaKernels:
+    """Outputs of meta-device ops by their inputs' shapes, strides and dtypes and their other
+    arguments: a meta kernel is a pure function of those, and torch runs most of them (every
+    elementwise op) in Python, two thirds of a pass's time. A repeat (the same layer structure
+    at the same length, the next pass) gets a fresh tensor of the recorded layout. Only ops that
+    neither mutate nor alias their inputs, nor depend on data or a random seed, are recorded."""
+
+    SKIP = ("data_dependent_output", "dynamic_output_shape", "inplace_view", "nondeterministic_seeded")
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.leaf = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
+        self.ops: dict = {}
+        self.outputs: dict = {}
+
+    def _pure(self, func) -> bool:
+        ok = self.ops.get(func)
+        if ok is None:
+            schema, tags = func._schema, {t.name for t in func.tags}
+            ok = self.ops[func] = (func.namespace == "aten" and not func.is_view and not tags & set(self.SKIP)
+                                   and all(a.alias_info is None for a in (*schema.arguments, *schema.returns)))
+        return ok
+
+    def _key(self, func, args, kwargs):
+        key = [func]
+        return tuple(key) if self._flat(args, key) and self._flat(kwargs, key) else None
+
+    def _flat(self, x, key: list) -> bool:
+        t = self.torch
+        if isinstance(x, t.Tensor):
+            if not x.is_meta or x.layout != t.strided:
+                return False
+            key.append((x.shape, x.stride(), x.dtype, x.storage_offset()))
+        elif isinstance(x, (tuple, list)):
+            key.append((type(x), len(x)))
+            return all(self._flat(y, key) for y in x)
+        elif isinstance(x, dict):
+            key.append((dict, tuple(x)))
+            return all(self._flat(y, key) for y in x.values())
+        elif isinstance(x, self.leaf):
+            key.append((type(x), x))  # True and 1 are different arguments
+        else:
+            return False
+        return True
+
+    def _layout(self, out):
+        t = self.torch
+        if isinstance(out, t.Tensor):
+            return (out.shape, out.stride(), out.dtype) if out.is_meta and out.storage_offset() == 0 \
+                and out.layout == t.strided and type(out) is t.Tensor else None
+        if isinstance(out, (tuple, list)):
+            got = [self._layout(o) for o in out]
+            return (type(out), got) if all(g is not None for g in got) else None
+        return None
+
+    def _make(self, layout):
+        if isinstance(layout[0], type):
+            return layout[0](self._make(x) for x in layout[1])
+        return self.torch.empty_strided(layout[0], layout[1], dtype=layout[2], device="meta")
+
+    def __call__(self, func, args, kwargs):
+        key = self._key(func, args, kwargs) if self._pure(func) else None
+        if key is None:
+            return func(*args, **kwargs)
+        layout = self.outputs.get(key)
+        if layout is not None:
+            return self._make(layout)
+        out = func(*args, **kwargs)
+        layout = self._layout(out)
+        if layout is not None:
+            self.outputs[key] = layout
+        return out
+
+
 @functools.lru_cache(maxsize=1)
 def _counter_class():
-    from torch.utils.flop_counter import FlopCounterMode, _FlopCounterMode
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry, shape_wrapper
 
     from .reference import flop_formulas
 
-    class RegionFlops(FlopCounterMode):
-        """FlopCounterMode's formulas and dispatch, counted per `_Regions` entry (no module tracker)."""
+    formulas = {**flop_registry, **{k: shape_wrapper(v) for k, v in flop_formulas().items()}}
+    composite = torch._C.DispatchKey.CompositeImplicitAutograd
+    decomposes: dict = {}
+
+    class RegionFlops(TorchDispatchMode):
+        """FlopCounterMode's formulas and decompositions, counted per `_Regions` entry: no module
+        tracker, an op offered to its decomposition only when it has one (FlopCounterMode
+        re-enters itself to ask for every op), meta kernels run once per layout (`_MetaKernels`)."""
 
         def __init__(self, regions: _Regions):
-            super().__init__(display=False, custom_mapping=flop_formulas())
-            self.regions = regions
+            super().__init__()
+            self.regions, self.run = regions, regions.kernels
             self.per_entry = [0] * (regions.n + 2)
             self.recomputed = [0] * (regions.n + 2)
 
-        def __enter__(self):
-            self.mode = _FlopCounterMode(self)
-            self.mode.__enter__()
-            return self
-
-        def __exit__(self, *args):
-            out, self.mode = self.mode.__exit__(*args), None
-            return out
-
-        def _count_flops(self, func_packet, out, args, kwargs):
-            formula = self.flop_registry.get(func_packet)
-            if formula is not None:
-                r, flops = self.regions, formula(*args, **kwargs, out_val=out)
-                self.per_entry[r.where()] += flops
-                if r.backward and r.stack:
-                    self.recomputed[r.stack[-1]] += flops
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if isinstance(func, torch._ops.HigherOrderOperator):
+                return NotImplemented
+            formula = formulas.get(func._overloadpacket)
+            if formula is None:
+                d = decomposes.get(func)
+                if d is None:
+                    d = decomposes[func] = composite in func.py_kernels or \
+                        torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), composite)
+                if d:
+                    with self:
+                        out = func.decompose(*args, **kwargs)
+                    if out is not NotImplemented:
+                        return out
+                return self.run(func, args, kwargs)
+            out = self.run(func, args, kwargs)
+            r, flops = self.regions, formula(*args, **kwargs, out_val=out)
+            self.per_entry[r.where()] += flops
+            if r.backward and r.stack:
+                self.recomputed[r.stack[-1]] += flops
             return out
 
     return RegionFlops
