@@ -50,10 +50,12 @@ PATH_TRACED = "traced"
 """How a model's FLOPs were priced, as reports and `race flops` name it."""
 
 FIT_LENGTHS = (5, 9, 16)
-"""Sequence lengths the per-layer fit solves on (tok, pair, row); CHECK_LENGTHS verify it."""
-CHECK_LENGTHS = (100,)
+"""Sequence lengths the per-layer fit solves on at batch 1 (tok, pair, row); a batch-2 pass at
+CHECK_LENGTH verifies it."""
+CHECK_LENGTH = 100
 CHUNK_LENGTHS = (5, 9, 70, 150, 230, 260)
-"""Lengths of the chunked fit (adds the per-chunk term), used when the plain fit fails."""
+"""Lengths of the chunked fit (adds the per-chunk terms), used when the plain fit fails: the
+first five solve, a batch-2 pass at the last and a batch-1 pass at CHECK_LENGTH verify."""
 CALL_LENGTH = 5
 """Length of the batch-2 pass that separates per-call from per-row constants."""
 
@@ -632,46 +634,41 @@ def _basis(L: int, chunked: bool, chunk: int = CHUNK) -> list[Fraction]:
 _STATS = ("tok", "pair", "row", "chunk", "chunk2")
 
 
+def _value(sol: list[Fraction], L: int, chunked: bool, chunk: int) -> Fraction:
+    return sum(c * b for c, b in zip(sol, _basis(L, chunked, chunk)))
+
+
 def _fit(measure, entries: list[int], what: str, name: str, chunk: int = CHUNK) -> list[dict]:
-    """{stat: FLOPs} of each of `entries` (layers; the last, the rest of the model) of a pass
-    measured at batch 1 over several lengths, exact."""
+    """{stat: FLOPs} of each of `entries` (layers; the last, the rest of the model) of a pass,
+    exact: F(b, L) = b * g(L) + call. Solved at batch 1 over several lengths (g + call), then a
+    batch-2 pass at a length not solved on either confirms call = 0 and the form at once, or
+    gives call = 2 F(1, L) - F(2, L) (peft's per-call folds), which two more passes verify."""
+    measure = functools.lru_cache(maxsize=None)(measure)
     k = chunk / CHUNK  # the chunked lengths scale with the chunk (crossing 1, 2, 3 chunk boundaries)
-    scaled = tuple(L if L < 10 else int(L * k) for L in CHUNK_LENGTHS + CHECK_LENGTHS)
-    for chunked, lengths, checks in ((False, FIT_LENGTHS[:3], FIT_LENGTHS[3:] + CHECK_LENGTHS),
-                                     (True, scaled[:5], scaled[5:])):
-        got = {L: measure(1, L) for L in (*lengths, *checks)}
-        out, ok = [], True
+    scaled = tuple(L if L < 10 else int(L * k) for L in CHUNK_LENGTHS)
+    for chunked, lengths, check in ((False, FIT_LENGTHS, CHECK_LENGTH), (True, scaled[:5], scaled[5])):
+        got = {L: measure(1, L) for L in lengths}
+        two = measure(2, check)
+        sols = []
         for i in entries:
             sol = _solve([_basis(L, chunked, chunk) for L in lengths], [got[L][i] for L in lengths])
-            if sol is None or any(x.denominator != 1 for x in sol) or any(
-                    sum(c * b for c, b in zip(sol, _basis(L, chunked, chunk))) != got[L][i] for L in checks):
-                ok = False
+            if sol is None or any(x.denominator != 1 for x in sol):
                 break
-            out.append({s: int(v) for s, v in zip(_STATS, sol) if v})
-        if ok:
-            return out
+            sols.append((sol, 2 * _value(sol, check, chunked, chunk) - two[i]))
+        else:
+            checks = [(1, check), (2, CALL_LENGTH)] if any(c for _, c in sols) else []
+            checks += [(1, CHECK_LENGTH)] if chunked else []
+            if all(measure(b, L)[i] == b * _value(sol, L, chunked, chunk) - (b - 1) * c
+                   for b, L in checks for i, (sol, c) in zip(entries, sols)):
+                out = []
+                for sol, c in sols:
+                    d = {s: int(v) for s, v in zip(_STATS, sol)}
+                    d["row"] -= int(c)
+                    out.append({s: v for s, v in {**d, "call": int(c)}.items() if v})
+                return out
     raise RaceError(f"{name}: the traced {what} of this model is not of the form the accounting prices "
                     "(linear in tokens, quadratic attention, per-sequence, per-64-token-chunk and chunks-squared terms)",
                     "report it with the config; its FLOPs would be a guess")
-
-
-def _calls(measure, entries: list[int]) -> list[int]:
-    """Per-layer constant per forward call: 2 F(1, L) - F(2, L) (per-row terms double)."""
-    one, two = measure(1, CALL_LENGTH), measure(2, CALL_LENGTH)
-    return [2 * one[i] - two[i] for i in entries]
-
-
-def _with_calls(measure, entries: list[int], what: str, name: str, chunk: int = CHUNK) -> list[dict]:
-    """Per-layer stats of a pass, its batch-1 constant split into per-row and per-call parts."""
-    measure = functools.lru_cache(maxsize=None)(measure)
-    layers = _fit(measure, entries, what, name, chunk)
-    for c, k in zip(layers, _calls(measure, entries)):
-        if k:
-            c["call"] = k
-            c["row"] = c.get("row", 0) - k
-            if not c["row"]:
-                del c["row"]
-    return layers
 
 
 def _diff(a: list[dict], b: list[dict]) -> list[dict]:
@@ -686,6 +683,22 @@ def _sum(layers: list[dict], windows: tuple[int, ...]) -> dict:
             key = f"pair.w{w}" if stat == "pair" and w else stat
             out[key] = out.get(key, 0) + v
     return {k: v for k, v in out.items() if v}
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """The cyclic garbage collector paused while measuring: a pass allocates thousands of short-lived
+    meta tensors and autograd nodes, and a full collection walks every object of torch and
+    transformers (a third of a 400B model's first pricing); what is left is collected after."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 @contextlib.contextmanager
@@ -742,7 +755,7 @@ def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
                 return got
         except (OSError, ValueError):
             pass  # a damaged cache entry is measured again
-    with _quiet():
+    with _quiet(), _no_gc():
         out = _measure_costs(spec, adapter, rg0, gc)
     if path is not None:
         try:
@@ -776,7 +789,7 @@ def _measure(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, keep: tupl
     e = sorted(set(of))
 
     def fit(measure, what):
-        got = dict(zip(e, _with_calls(measure, e, what, name, k)))
+        got = dict(zip(e, _fit(measure, e, what, name, k)))
         return [got[of[i]] for i in range(n)]
 
     fwd = fit(lambda b, L: m.forward(b, L), "forward")
