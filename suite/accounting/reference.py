@@ -164,15 +164,17 @@ def measure_forward(model, batch: int, length: int, device: str = "meta") -> int
 
 def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequence[int],
                        completion_lengths: Sequence[int], gradient_checkpointing: bool = True,
-                       device: str = "meta", model=None) -> int:
+                       device: str = "meta", model=None, fused_head: bool = True) -> int:
     """FLOPs of one TRL 1.16 GRPO training micro-batch: the fused-LM-head log-prob forward over
     [left-padded prompt | right-padded completion] and its backward, with PEFT and gradient
     checkpointing set up as GRPOTrainer does. On meta/CPU the fused head scores every position
-    ('trl-cpu' profile)."""
-    from trl.trainer.utils import add_fused_lm_head
-
+    ('trl-cpu' profile). With `fused_head=False` the same pass without TRL's code (`_scored`):
+    for a model whose backbone TRL's head cannot read (Llama 4)."""
     m = model if model is not None else build_model(spec, device)
-    add_fused_lm_head(m, outputs=("log_probs", "entropy"))
+    if fused_head:
+        from trl.trainer.utils import add_fused_lm_head
+
+        add_fused_lm_head(m, outputs=("log_probs", "entropy"))
     m = add_lora(m, adapter)
     if adapter.kind == "lora" and gradient_checkpointing:
         m.enable_input_require_grads()
@@ -184,9 +186,36 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
     labels[:, :-c_width] = -100
     fc = flop_counter()
     with fc, _meta_autocast(device):
-        out = m(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
-        (out.log_probs.sum() + out.entropy.sum()).backward()
+        if fused_head:
+            out = m(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+            loss = out.log_probs.sum() + out.entropy.sum()
+        else:
+            loss = _scored(m, spec.num_layers, ids, mask, labels)
+        loss.backward()
     return fc.get_total_flops()
+
+
+def _scored(model, n_layers: int, ids, mask, labels):
+    """TRL's fused LM head in plain torch: the backbone's (the module holding the decoder layers)
+    last hidden states but the last position,
+    every position projected by the LM head (as on a device without Triton), log-probs of the
+    labels and the entropy, the head's logits recomputed in the backward (a checkpoint, as the
+    fused head's backward recomputes them)."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    backbone = next(mod for mod in model.modules() if any(
+        isinstance(c, torch.nn.ModuleList) and len(c) == n_layers for c in mod.children()))
+    hidden = backbone(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state[:, :-1]
+    head, target = model.get_output_embeddings(), labels[:, 1:]
+
+    def score(h):
+        logp = torch.log_softmax(head(h).float(), dim=-1)
+        return logp.gather(-1, target.clamp(min=0)[..., None]).squeeze(-1), -(logp.exp() * logp).sum(-1)
+
+    log_probs, entropy = checkpoint(score, hidden, use_reentrant=False)
+    keep = target != -100
+    return (log_probs * keep).sum() + (entropy * keep).sum()
 
 
 @contextlib.contextmanager
