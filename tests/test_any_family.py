@@ -273,6 +273,9 @@ def test_traced_path_without_torch_says_what_it_needs(monkeypatch):
 @pytest.mark.parametrize("name,card_total,tolerance", [
     ("GLM-4.5-Air", 106, 1.0),                   # "106B total, 12B active" (MTP layer not built)
     ("Llama-4-Scout-17B-16E", 109, 1.5),         # "109B total": the card counts the vision tower too
+    ("Llama-4-Maverick-17B-128E", 400, 1.5),     # "400B total" (text decoder 400.7B)
+    ("gemma-4-31B-it", 31, 0.5),                 # the name's 31B counts the vision tower (text decoder 30.7B)
+    ("gemma-4-26B-A4B-it", 26, 1.0),             # likewise (text decoder 25.2B)
 ])
 def test_traced_catalog_entries_match_the_model_cards(name, card_total, tolerance):
     """Catalogued models of families with no recipe are priced by the traced path from their

@@ -20,7 +20,7 @@ FAMILY_CATALOG = ["Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Qwen3-8B", "Qwen3-14B
 """Catalog entries of issue 18 (their counts equal the HF model: tests/test_accounting.py)."""
 RUNS_CATALOG = ["Qwen3.5-397B-A17B", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B", "Qwen2.5-Math-7B",
                 "DeepSeek-R1-Distill-Qwen-14B", "DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-V3-Base", "Qwen3-4B-Base",
-                "gpt-oss-120b"]
+                "gpt-oss-120b", "Olmo-3-1025-7B", "Olmo-3-1125-32B"]
 """Catalog entries of issues 28 and 30: the policies of published GRPO runs (MLPerf Training 6.1's
 first; then SimpleRL-Zoo's, DAPO's, Oat-Zero's, DeepCoder's and Skywork-OR1's bases)."""
 
@@ -55,6 +55,8 @@ def test_catalog_lists_the_paper_models():
     # the 0.93B embedding lookup out); OpenAI gpt-oss-120b "116.8B total, 5.1B active"; Qwen3-4B-Base
     # as Qwen3-4B
     ("DeepSeek-V3-Base", 671, None, 36.6), ("gpt-oss-120b", 116.8, None, 5.1), ("Qwen3-4B-Base", 4.0, 3.6, None),
+    # OLMo 3 (issue 28): the sizes their names state
+    ("Olmo-3-1025-7B", 7, None, None), ("Olmo-3-1125-32B", 32, None, None),
 ])
 def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding, active):
     s = load_spec(name)

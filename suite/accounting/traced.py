@@ -896,6 +896,11 @@ def _score_head(cfg: dict, h: int) -> tuple[bool, tuple, bool]:
     return True, (), False
 
 
+def _first_int(hf, keys: tuple[str, ...]) -> int:
+    """The first of a config's spellings of one fact that holds an integer (0: none does)."""
+    return next((v for v in (getattr(hf, k, None) for k in keys) if type(v) is int), 0)
+
+
 def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     """A TracedSpec of a config.json dict of any decoder transformers builds."""
     _need_torch()
@@ -934,13 +939,13 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     sw = getattr(hf, "sliding_window", None) or 0
     chunk = getattr(hf, "attention_chunk_size", None) or 0
     windows = tuple(sw if t == "sliding_attention" else chunk if t == "chunked_attention" else 0 for t in types)
-    experts = next((getattr(hf, k) for k in ("num_local_experts", "n_routed_experts", "num_experts")
-                    if isinstance(getattr(hf, k, None), int)), 0) or 0
+    experts = _first_int(hf, ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"))
     del torch
     return TracedSpec(name=name, model_type=cfg["model_type"], config=canon, num_layers=n, hidden_size=h,
                       vocab_size=vocab, params_total=total, params_embedding=emb, windows=windows,
                       has_lm_head=has_head, tie_embeddings=bool(tied) and has_head, score_head=score, score_bias=bias,
-                      num_experts=experts, experts_per_token=int(getattr(hf, "num_experts_per_tok", 0) or 0),
+                      num_experts=experts, experts_per_token=_first_int(hf, ("num_experts_per_tok", "top_k_experts",
+                                                                             "moe_k", "moe_topk")),
                       chunk=int(getattr(hf, "chunk_size", None) or getattr(hf, "mamba_chunk_size", None) or CHUNK))
 
 
