@@ -76,3 +76,43 @@ def test_race_flops_config_folder_of_a_400b_model(benchmark, tmp_path):
     d = json.loads(timing.result)
     assert d["priced_by"]["policy"] == "recipe" and d["policy"]["params_total"] > 390e9
     check(benchmark, timing, CONFIG_400B, seconds_400b=round(timing.measured, 4))
+
+
+#: Issue 28: the same on a model family with no recipe. Llama-4-Maverick's text decoder (400.7B:
+#: 48 layers, dense and 128-expert MoE layers alternating, chunked and NoPE attention) is priced by
+#: the traced path, its first pricing timed: nothing cached between rounds (the per-config caches
+#: cleared, the disk cache off), imports warm as in any `race flops` after the first.
+TRACED_400B = Limit(200.0, "the same command on a dense 7B folder, priced by its recipe (the reference, 5-10 ms): "
+                           "the traced path builds the 400B model on the meta device, runs one layer of each of its "
+                           "3 structures through 11 passes (a forward at 4 lengths, a checkpointed training pass at "
+                           "4, a prefill and two decode steps), fits and verifies them; 200x is a second at the "
+                           "reference's 5 ms (2 cores)")
+
+
+def _clear_traced():
+    import suite.accounting.traced as traced
+
+    for f in (traced._meta_model, traced._classes, traced._device, traced._costs, traced.traced_lora):
+        f.cache_clear()
+
+
+def test_race_flops_config_folder_of_a_traced_400b_model(benchmark, tmp_path, monkeypatch):
+    import json
+
+    import suite.accounting.traced as traced
+
+    monkeypatch.setenv("RACE_TRACED_CACHE", "off")
+    big, ref = tmp_path / "Llama-4-Maverick-17B-128E", tmp_path / REFERENCE
+    for folder, src in ((big, traced.TRACED_CATALOG), (ref, modelspec.CATALOG_DIR)):
+        folder.mkdir()
+        (folder / "config.json").write_text((src / f"{folder.name}.json").read_text())
+
+    def first_pricing():
+        _clear_traced()
+        return _flops_config(big)
+
+    first_pricing(), _flops_config(ref)  # warm imports (the modeling module, peft)
+    timing = interleaved(benchmark, first_pricing, lambda: _flops_config(ref), rounds=5)
+    d = json.loads(timing.result)
+    assert d["priced_by"]["policy"] == "traced" and d["policy"]["params_total"] > 400e9
+    check(benchmark, timing, TRACED_400B, seconds_400b=round(timing.measured, 4))
