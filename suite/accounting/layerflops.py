@@ -139,11 +139,11 @@ class Regions:
     hooks (FlopCounterMode's) hand some of a module's neighbours' backward ops to it (Gemma 4's
     per-layer inputs land in layer 0), which would be copied with the layer."""
 
-    def __init__(self, n: int, modules: dict):
+    def __init__(self, n: int, modules: dict, meta: bool = True):
         import torch
 
         self.n, self.stack, self.starts, self.spans, self.backward = n, [], [], [], False
-        self.kernels = MetaKernels()  # shared by the passes of one model
+        self.kernels = MetaKernels() if meta else _run  # shared by the passes of one model
         self._seq, self._node = torch._C._autograd._get_sequence_nr, torch._C._current_autograd_node
         for i, mod in modules.items():
             self._wrap(mod, i)
@@ -258,6 +258,10 @@ class MetaKernels:
         if layout is not None:
             self.outputs[key] = layout
         return out
+
+
+def _run(func, args, kwargs):
+    return func(*args, **kwargs)
 
 
 @functools.lru_cache(maxsize=1)

@@ -248,7 +248,7 @@ class _Meter:
         if keep is not None:
             record_outputs(layers, keep)
         self.regions = Regions(n, {**{i: layers[i] for i in sorted(set(keep or range(n)))},
-                                    n + 1: model.get_output_embeddings()})
+                                    n + 1: model.get_output_embeddings()}, meta=self.device == "meta")
         self.model = add_lora(model, adapter)
         self.rg0, self.gc = rg0, gc
 
