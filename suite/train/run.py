@@ -130,7 +130,8 @@ def prepare(cell: CellSpec) -> dict:
     rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
     device = _device(cell)
-    engine = "trl-vllm" if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
+    engine = ("trl-vllm" if cell.engine.get("vllm_importance_sampling_correction", True) else "trl-vllm-no-is") \
+        if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
     settings, adapter = cell.settings(), cell.adapter()
     first = step_cost_bound(policy, adapter, settings, max_prompt_tokens=longest, engine=engine,
                             attention=cell.attention, reward_model=reward_model)
@@ -167,8 +168,9 @@ def grpo_config(cell: CellSpec, out: Path, device: str, max_steps: int):
         kw["loss_type"] = eng["loss_type"]
     if "max_grad_norm" in eng:
         kw["max_grad_norm"] = float(eng["max_grad_norm"])
-    if "vllm_mode" in eng:
-        kw["vllm_mode"] = eng["vllm_mode"]
+    for key in ("vllm_mode", "vllm_importance_sampling_correction"):
+        if key in eng:
+            kw[key] = eng[key]
     return GRPOConfig(**kw)
 
 

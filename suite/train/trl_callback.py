@@ -124,12 +124,12 @@ def settings_of(args):
 
 def engine_of(model, args) -> str:
     """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
-    server or colocate), `trl` where TRL's fused LM head runs its Triton path (CUDA/XPU),
-    `trl-cpu` elsewhere."""
+    server or colocate; `trl-vllm-no-is` with vllm_importance_sampling_correction off), `trl`
+    where TRL's fused LM head runs its Triton path (CUDA/XPU), `trl-cpu` elsewhere."""
     from transformers.utils import is_triton_available
 
     if getattr(args, "use_vllm", False):
-        return "trl-vllm"
+        return "trl-vllm" if getattr(args, "vllm_importance_sampling_correction", True) else "trl-vllm-no-is"
     dev = next(model.parameters()).device.type
     return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
 
@@ -514,9 +514,11 @@ class RaceLedger(TrainerCallback):
         self.adapter = self.adapter or adapter_of(model, self.policy)
         self.settings = self.settings or settings_of(args)
         found = engine_of(model, args)
-        if self.engine is not None and (self.engine == "trl-vllm") != (found == "trl-vllm"):
+        vllm = found.startswith("trl-vllm")
+        if self.engine is not None and self.engine.startswith("trl-vllm") != vllm or vllm and self.engine not in (None, found):
             raise RaceError(f"RaceLedger(engine={self.engine!r}) contradicts the trainer: "
-                            f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, so it runs as {found!r}",
+                            f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, vllm_importance_sampling_correction="
+                            f"{bool(getattr(args, 'vllm_importance_sampling_correction', True))}, so it runs as {found!r}",
                             f"drop engine= (the ledger follows the trainer), or pass engine={found!r}")
         self.engine = self.engine or found
         spg, ga = self.settings.steps_per_generation, self.settings.gradient_accumulation_steps
