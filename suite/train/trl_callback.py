@@ -54,6 +54,7 @@ from typing import Any, Callable
 from transformers import TrainerCallback
 
 from ..accounting import step_cost_bound  # noqa: F401  (public here too: the budget stop's bound)
+from ..accounting.work import reward_tokens_bound
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
 
@@ -669,7 +670,7 @@ class RaceLedger(TrainerCallback):
             return  # nothing seen yet and no bound given: cannot predict the first step
         reward_tokens = None
         if self.reward_model is not None:
-            reward_tokens = max(self._longest_reward, 2 * (longest + self.settings.max_completion_tokens))
+            reward_tokens = max(self._longest_reward, reward_tokens_bound(longest, self.settings.max_completion_tokens))
         bound = step_cost_bound(self.policy, self.adapter, self.settings, max_prompt_tokens=longest,
                                 engine=self.engine, attention=self.attention, reward_model=self.reward_model,
                                 reward_tokens=reward_tokens, generation=generation)
