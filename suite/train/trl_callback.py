@@ -69,12 +69,13 @@ RECORDER = "race RaceLedger (TRL callback)"
 
 
 def policy_spec_of(model):
-    """ModelSpec of a (possibly PEFT-wrapped) transformers model, from its config."""
-    from ..accounting.modelspec import spec_from_config
+    """Spec of a (possibly PEFT-wrapped) transformers model, from its config: the analytic recipe
+    where its family has one (ModelSpec), else the traced path (TracedSpec)."""
+    from ..accounting.traced import spec_for
 
-    cfg = model.config.to_dict()
+    cfg = {**model.config.to_dict(), "model_type": model.config.model_type}
     name = getattr(model.config, "_name_or_path", "") or cfg.get("model_type", "policy")
-    return spec_from_config(cfg, Path(str(name)).name or "policy", where=str(name) or None)
+    return spec_for(cfg, Path(str(name)).name or "policy")
 
 
 def adapter_of(model, spec=None):
@@ -240,7 +241,7 @@ class RaceLedger(TrainerCallback):
                     if self.reward_model is None:
                         raise RaceError(f"model reward {names[i]!r} names no model to charge",
                                         "give it a model_path (its config folder) or pass "
-                                        "RaceLedger(reward_model=load_spec(...))")
+                                        "RaceLedger(reward_model=spec_for(...))")
                     specs[names[i]] = self.reward_model
         if len({s for s in specs.values()}) > 1:
             raise RaceError(f"rewards {', '.join(map(repr, specs))} run different models; the ledger charges one "
@@ -352,11 +353,12 @@ class RaceLedger(TrainerCallback):
                 spec = reward_model_spec_of(module)
             except RaceError as e:
                 raise RaceError(f"cannot price reward model {name!r}: {e.message}",
-                                "pass its architecture as RaceLedger(reward_model=ModelSpec(...)); a reward "
-                                "model's compute is never counted as 0") from None
+                                "pass its spec as RaceLedger(reward_model=spec_for(ITS_CONFIG_FOLDER)) "
+                                "(docs/trl-integration.md); a reward model's compute is never counted as 0") from None
             except AttributeError:
                 raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
-                                "pass RaceLedger(reward_model=ModelSpec(...)) with its architecture") from None
+                                "pass RaceLedger(reward_model=spec_for(ITS_CONFIG_FOLDER)) (a config folder, "
+                                "config dict or catalog name)") from None
         if getattr(spec, "traced", False):
             # Priced by tracing its modeling code: fit its costs now (a refused fit fails here, before
             # the first step; and a profiler around trainer.train() never sees the tracing).
@@ -411,9 +413,9 @@ class RaceLedger(TrainerCallback):
         if getattr(func, "kind", "rule") != "rule" and path:
             self._reward_ref.update(kind="prm", model=str(path))
             if self.reward_model is None:
-                from ..accounting.modelspec import load_spec
+                from ..accounting.traced import spec_for
 
-                self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
+                self.reward_model = spec_for(str(path))  # the reward model is charged by its own spec (any family)
         if self._reward_ref.get("system") == "custom":
             self._reward_ref["system"] = wrapped.__name__
         return wrapped
