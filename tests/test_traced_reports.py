@@ -239,6 +239,8 @@ def test_hostile_traced_configs_are_refused_before_any_model_is_built(models, es
     many["policy"]["spec"]["model_type"] = "olmoe"
     big = copy.deepcopy(estimate)
     big["policy"]["spec"]["config"]["padding"] = ["x" * 60] * 1200
+    unknown = copy.deepcopy(estimate)       # a model type transformers does not know
+    unknown["policy"]["spec"]["config"]["model_type"] = unknown["policy"]["spec"]["model_type"] = "gpt2_nonesuch"
     real = traced._build
 
     def build(cfg, *a, **k):
@@ -248,11 +250,23 @@ def test_hostile_traced_configs_are_refused_before_any_model_is_built(models, es
 
     monkeypatch.setattr(traced, "_build", build)
     t0 = time.perf_counter()
-    for doc, words in ((deep, "num_hidden_layers"), (many, "layers x"), (big, "bytes")):
+    for doc, words in ((deep, "num_hidden_layers"), (many, "layers x"), (big, "bytes"), (unknown, "gpt2_nonesuch")):
         found = [f for f in validate_report(doc) if f.path == "$.policy.spec"]
         assert [f.rule_id for f in found] == ["PHYS-006"] and words in found[0].message, found
     assert time.perf_counter() - t0 < 5
     monkeypatch.undo()
+
+    # a config transformers builds but whose own code fails (top-8 of 4 experts): named, not a traceback
+    from suite.accounting.traced import traced_catalog_lookup
+
+    glm = {k: v for k, v in json.loads(traced_catalog_lookup("GLM-4.5-Air").read_text()).items() if k[0] != "_"}
+    glm.update(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=2,
+               num_key_value_heads=1, head_dim=16, num_hidden_layers=2, n_routed_experts=4, vocab_size=128)
+    broken = copy.deepcopy(estimate)
+    broken["policy"]["spec"].update(model_type="glm4_moe", config=glm)
+    broken["adapter"]["targets"] = ["q_proj"]
+    found = [f for f in validate_report(broken) if f.rule_id in ("PHYS-001", "INTERNAL-001")]
+    assert [f.rule_id for f in found] == ["PHYS-001"] and "code fails on its config" in found[0].message, found
 
     judged = copy.deepcopy(estimate)      # one traced judge per evaluation row, each a distinct config
     for i in range(MAX_TRACED_MODELS + 1):
@@ -263,3 +277,23 @@ def test_hostile_traced_configs_are_refused_before_any_model_is_built(models, es
     found = [f for f in validate_report(judged) if f.rule_id == "PHYS-010"]
     assert [f.path for f in found] == [f"$.evaluations[{MAX_TRACED_MODELS - 1}].judge.spec",
                                        f"$.evaluations[{MAX_TRACED_MODELS}].judge.spec"]
+
+
+def test_race_run_plans_a_cell_whose_policy_is_a_traced_family(tmp_path, capsys):
+    """`race run --plan` (everything `race run` checks and prices before a model loads) on a cell
+    whose policy is a GPT-2 folder: read through spec_for, its LoRA on c_attn priced by the trace."""
+    from suite.paths import home
+    from tools import embedded
+
+    tok = embedded.load_tokenizer()
+    folder = tmp_path / "gpt2-policy"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**GPT2, "vocab_size": len(tok)}))
+    tok.save_pretrained(folder)
+    cell = tmp_path / "cell.yaml"
+    cell.write_text(f"policy: {folder}\ndataset: {home() / 'tests/fixtures/gsm8k_head.jsonl'}\nreward: sparse\n"
+                    "budget_flops: 1e12\nlora_rank: 4\nlora_targets: [c_attn]\ngroup_size: 2\nprompts_per_step: 2\n"
+                    "max_completion_tokens: 16\n")
+    assert main(["run", str(cell), "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "policy gpt2-policy (" in out and "one step costs at most" in out and "nothing was trained" in out

@@ -226,6 +226,29 @@ def test_the_docs_reward_model_example_goes_through_race_eval(tmp_path, monkeypa
         assert main(["validate", "--strict", str(report.path)]) == 0
 
 
+def test_a_policy_of_a_family_with_no_recipe_trains_under_the_ledger_exactly(tmp_path, parts):
+    """A GPT-2 policy (the traced path: no recipe) under TRL, LoRA on all-linear (peft adapts its
+    Conv1D layers): the ledger equals FlopCounterMode over the run, and write_report() carries the
+    policy as its config (report 1.3), which validates."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from suite.cli import main
+    from suite.record.report import read_report
+
+    folder = tmp_path / "gpt2-policy"
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=len(WORDS), n_positions=64, pad_token_id=0,
+                               eos_token_id=1, bos_token_id=2)).save_pretrained(folder)
+    parts[0].save_pretrained(folder)
+    trainer, ledger, measured = _run(tmp_path, (parts[0], str(folder), parts[2]), steps=1)
+    assert getattr(ledger.policy, "traced", False) and ledger.total_flops == measured
+    report = read_report(ledger.write_report())
+    assert report.priced_by["policy"] == "traced" and report.doc["schema_version"] == "1.3"
+    assert report.doc["adapter"]["trainable_params"] == sum(
+        p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    assert main(["validate", "--strict", str(report.path)]) == 0
+
+
 def test_a_reward_model_spec_override_goes_into_the_report(tmp_path, parts):
     """RaceLedger(reward_model=spec): the override prices the reward model and is what
     write_report() names; the report validates."""

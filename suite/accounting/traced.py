@@ -582,8 +582,11 @@ def spec_for(config, name: str | None = None):
     """The spec that prices any Hugging Face decoder config: the analytic recipe where its
     family has one (ModelSpec), else the traced path (TracedSpec). `config`: a dict, a
     transformers PretrainedConfig, a config.json path or folder, or a catalog name. The result
-    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`).
-    `priced_by(spec)` names the path."""
+    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`)
+    and into reports (a traced one as its config, report 1.3). `priced_by(spec)` names the path.
+
+    Args: `config`, `name` (default: the config's _name_or_path, else its folder). Returns the
+    ModelSpec or TracedSpec."""
     from .modelspec import FAMILIES, _TEXT_OF, _read_json, in_catalog, load_spec, spec_from_config
 
     if isinstance(config, (str, Path)):

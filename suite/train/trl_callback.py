@@ -253,9 +253,24 @@ class RaceLedger(TrainerCallback):
         if callable(generate) and not getattr(generate, "_race_wrapped", False):
             trainer._generate = self._timed_generation(generate)
         self._observe_slices(trainer)
+        self._fit_traced_policy(trainer)
         self._attached = True
         trainer.add_callback(self)
         return self
+
+    def _fit_traced_policy(self, trainer) -> None:
+        """A policy with no analytic recipe is priced by tracing its modeling code: fitted here,
+        before training, as a traced reward model is (a refused fit fails before the first step;
+        the first step's seconds and a profiler around trainer.train() never see the tracing)."""
+        model, args = getattr(trainer, "model", None), getattr(trainer, "args", None)
+        if model is None or args is None or not hasattr(model, "config"):
+            return
+        policy = self.policy or policy_spec_of(model)
+        if getattr(policy, "traced", False):
+            from ..accounting.pricing import coefficients
+
+            coefficients(policy, self.adapter or adapter_of(model, policy), self.settings or settings_of(args),
+                         engine=self.engine or engine_of(model, args), attention=self.attention)
 
     def _observe_slices(self, trainer) -> None:
         """See which rows of a generation batch each micro-step trains. TRL 1.16 generates one

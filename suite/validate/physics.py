@@ -100,9 +100,16 @@ def read_models(doc: dict, ok=None) -> dict[str, ModelRead]:
     return out
 
 
-def _inputs(doc: dict, policy, reward_model, adapter_type: str | None = None):
-    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention)."""
+def _inputs(doc: dict, policy=None, reward_model=None, adapter_type: str | None = None):
+    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention);
+    the specs as read_models read them (default: read from the document here)."""
     from ..accounting import Adapter, GRPOSettings
+    from ..accounting.stored import spec_from_dict
+
+    if policy is None:
+        policy = spec_from_dict(doc["policy"]["spec"])
+        rm = doc["reward"]["model"]
+        reward_model = spec_from_dict(rm["spec"]) if rm else None
 
     a = doc["adapter"]
     kind = adapter_type or a["type"]
