@@ -165,7 +165,8 @@ def test_consistent_forgeries_of_a_traced_report_are_refused(models, estimate):
 def test_a_shrunk_config_under_a_real_models_name_is_refused(models, monkeypatch):
     """GLM-4.5-Air's name (a traced catalog entry) on a config whose widths were shrunk, the
     report priced consistently from the shrunk config: only the catalog check can see it (PHYS-007,
-    with and without torch)."""
+    with and without torch). Its 64 experts, 2 a token, also hold the rollout floor to what a token
+    runs: PHYS-002 leaves a traced policy to PHYS-001 (all 64 would put the floor above the truth)."""
     from dataclasses import replace
 
     from suite.accounting.traced import spec_for, traced_catalog_lookup
@@ -175,7 +176,7 @@ def test_a_shrunk_config_under_a_real_models_name_is_refused(models, monkeypatch
     catalog = json.loads(traced_catalog_lookup("GLM-4.5-Air").read_text())
     shrunk = {k: v for k, v in catalog.items() if not k.startswith("_")}
     shrunk.update(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=2,
-                  num_key_value_heads=1, head_dim=16, num_hidden_layers=2, n_routed_experts=4, num_experts_per_tok=2,
+                  num_key_value_heads=1, head_dim=16, num_hidden_layers=2, n_routed_experts=64, num_experts_per_tok=2,
                   vocab_size=128)
     (models / "glm.yaml").write_text(CELL.format(name="glm-forged", policy="Qwen2.5-0.5B-Instruct", reward="sparse")
                                      .replace("lora_targets: [c_attn, c_proj]", "lora_targets: [q_proj, v_proj]"))

@@ -167,12 +167,14 @@ def recompute(doc: dict, models: dict[str, ModelRead] | None = None) -> Recomput
                              f"{str(e).splitlines()[0][:160] if str(e) else ''}",
                              "check the config (race flops --config DIR prices it)")
     other = None
-    if doc["adapter"]["type"] in ("lora", "full"):
+    # PHYS-003's other price; not for a traced policy, where it would cost a second trace (PHYS-001
+    # refuses the mispriced update all the same)
+    if doc["adapter"]["type"] in ("lora", "full") and not getattr(specs[0], "traced", False):
         flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
         try:
             other = _priced(work, _inputs(doc, *specs, flip))
         except (RaceError, KeyError, TypeError, ValueError):
-            other = None    # no such price (a rank-8 LoRA adapts nothing in a traced family's names)
+            other = None    # no such price
     return Recomputation({p: int(flops[p]) for p in PHASES}, other_adapter={p: int(other[p]) for p in PHASES} if other else None)
 
 
@@ -243,9 +245,15 @@ def rollout_floor(ctx) -> Iterable[Issue]:
     completions (vLLM prefix caching: trl-vllm, verl) one prefill serves K first tokens. So the
     network runs at least T - n + prefills times for T generated tokens of n completions
     (prefills = n, or n / K when shared; without `count.completions`, n = T). Less rollout
-    compute than 2·N per such position is impossible."""
+    compute than 2·N per such position is impossible. A policy priced by the traced path is
+    repriced exactly by PHYS-001 instead: the trace derives no active-parameter count (a traced
+    mixture of experts would be held to all its experts), and its non-embedding count holds tables
+    no token multiplies through (position and per-layer input embeddings)."""
     from ..accounting import ENGINES
+    from ..accounting.stored import is_traced
 
+    if is_traced(ctx.doc["policy"]["spec"]):
+        return
     n = ctx.doc["policy"]["params_non_embedding"]
     read = ctx.models.get("$.policy")
     if read is not None and read.spec is not None:      # PHYS-006 reports unreadable specs
@@ -284,7 +292,7 @@ def adapter_pricing(ctx) -> Iterable[Issue]:
     """A LoRA update computes weight gradients only for the adapter matrices, so it costs
     about 2/3 of a full fine-tuning update (no frozen-weight gradients). An update that
     matches the other adapter type's price (e.g. the 6·N·T rule applied to a LoRA run, as
-    verl does) is mispriced."""
+    verl does) is mispriced. (A traced policy's update is not priced twice: PHYS-001 refuses it.)"""
     if not _swapped_adapter(ctx):
         return
     r, a = ctx.recompute, ctx.doc["adapter"]
