@@ -544,8 +544,9 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     check_config_counts(hf, where)      # bounded work: no model is built from a hostile size
     if getattr(hf, "is_encoder_decoder", False):
         raise RaceError(f"{where}: encoder-decoder configs are not supported", "accounting covers decoder-only models")
-    canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
-                       sort_keys=True, default=str)
+    from .stored import canonical
+
+    canon = canonical(cfg)      # what a report stores and the validator traces again
     with _quiet():
         model = _meta_model(canon)
     n = hf.num_hidden_layers
