@@ -186,7 +186,7 @@ def test_sequence_classifier_reward_models_go_into_validated_reports(rm_runs, na
     assert main(["validate", "--strict", str(report.path)]) == 0
 
 
-@pytest.mark.slow  # trains (policy-s, two steps), then lm-eval on 2 problems per reward model: ~6-10 s
+@pytest.mark.slow  # trains (policy-s, two steps), then lm-eval on 2 problems per reward model: 6-26 s here
 def test_the_docs_reward_model_example_goes_through_race_eval(tmp_path, monkeypatch, capsys):
     """docs/trl-integration.md's worked example, as written: a GPT-2 reward model folder, its
     TracedSpec passed as RaceLedger(reward_model=...), the report validated; then the run scored
@@ -237,7 +237,7 @@ def test_a_policy_of_a_family_with_no_recipe_trains_under_the_ledger_exactly(tmp
 
     folder = tmp_path / "gpt2-policy"
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=len(WORDS), n_positions=64, pad_token_id=0,
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(WORDS), n_positions=64, pad_token_id=0,
                                eos_token_id=1, bos_token_id=2)).save_pretrained(folder)
     parts[0].save_pretrained(folder)
     trainer, ledger, measured = _run(tmp_path, (parts[0], str(folder), parts[2]), steps=1)
