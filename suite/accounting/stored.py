@@ -19,6 +19,7 @@ import json
 
 from ..errors import RaceError
 from .modelspec import ModelSpec
+from .traced import canonical
 
 PRICED_BY = "priced_by"
 """The key of a stored spec that names the path that prices it (absent: the recipe)."""
@@ -50,12 +51,6 @@ def traced_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def canonical(config: dict) -> str:
-    """The config as the traced path keys it (sorted keys, `_` keys and transformers_version left out)."""
-    return json.dumps({k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"},
-                      sort_keys=True, default=str)
 
 
 def check_traced(d: dict, where: str = "model spec") -> str:
@@ -158,5 +153,4 @@ def config_differences(got: dict, want: dict, limit: int = 6) -> list[str]:
     return [f"{k} {a.get(k, 'absent')!r} vs {b.get(k, 'absent')!r}" for k in keys[:limit]]
 
 
-__all__ = ["PRICED_BY", "TracedUnverifiable", "is_traced", "priced_by", "traced_available", "canonical",
-           "check_traced", "spec_from_dict", "traced_catalog_config", "config_differences", "IRRELEVANT"]
+__all__ = ["PRICED_BY", "TracedUnverifiable", "is_traced", "priced_by", "traced_available", "check_traced", "spec_from_dict", "traced_catalog_config", "config_differences", "IRRELEVANT"]

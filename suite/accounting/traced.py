@@ -527,6 +527,13 @@ def _score_head(cfg: dict, h: int) -> tuple[bool, tuple, bool]:
     return True, (), False
 
 
+def canonical(config: dict) -> str:
+    """A config as the traced path keys it, and reports store it: sorted keys, `_` keys and
+    transformers_version left out."""
+    return json.dumps({k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"},
+                      sort_keys=True, default=str)
+
+
 def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     """A TracedSpec of a config.json dict of any decoder transformers builds."""
     _need_torch()
@@ -544,8 +551,6 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     check_config_counts(hf, where)      # bounded work: no model is built from a hostile size
     if getattr(hf, "is_encoder_decoder", False):
         raise RaceError(f"{where}: encoder-decoder configs are not supported", "accounting covers decoder-only models")
-    from .stored import canonical
-
     canon = canonical(cfg)      # what a report stores and the validator traces again
     with _quiet():
         model = _meta_model(canon)
