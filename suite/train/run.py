@@ -119,13 +119,13 @@ def prepare(cell: CellSpec) -> dict:
     from transformers import AutoTokenizer
 
     from ..accounting import step_cost_bound
-    from ..accounting.modelspec import load_spec
+    from ..accounting.traced import spec_for
     from .rewards import get_reward_system
 
     cell.needs_to_train()
-    policy = load_spec(cell.policy)
+    policy = spec_for(cell.policy)      # any family: the analytic recipe, else the traced path
     reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))
-    reward_model = load_spec(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
+    reward_model = spec_for(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
     tokenizer = AutoTokenizer.from_pretrained(cell.tokenizer or cell.policy)
     rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
