@@ -17,6 +17,7 @@ API: dict[str, dict[str, str]] = {
     "account": {      # what GRPO steps cost, per phase (docs/accounting.md)
         "ModelSpec": "suite.accounting.modelspec",
         "load_spec": "suite.accounting.modelspec",
+        "spec_for": "suite.accounting.traced",
         "catalog_names": "suite.accounting.modelspec",
         "Adapter": "suite.accounting.adapter",
         "GRPOSettings": "suite.accounting.settings",

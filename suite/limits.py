@@ -51,6 +51,40 @@ def check_config_count(key: str, value: int, where: str) -> int:
     return value
 
 
+SIZED_CONFIG_KEYS = (*CONFIG_FIELDS, "hidden_size", "intermediate_size", "moe_intermediate_size", "head_dim",
+                     "vocab_size", "num_experts")
+"""Config counts that size the model transformers builds from a config (layers, widths, heads,
+experts, vocabulary): bounded before any model is built from one (the traced path)."""
+MAX_LAYER_EXPERTS = 1 << 20
+"""Layers x routed experts a traced config may declare (DeepSeek-V3: 61 x 256; Qwen3.5-397B-A17B:
+60 x 512): the module count a build walks."""
+MAX_TRACED_CONFIG_BYTES = 1 << 16
+"""Canonical JSON of one traced config in a report (real configs: 1-10 KB)."""
+MAX_TRACED_MODELS = 4
+"""Distinct traced configs one report may ask the validator to trace (policy, reward model, judges)."""
+
+
+def check_config_counts(config, where: str) -> None:
+    """RaceError for the first size of a model config (a transformers config object, or a dict)
+    over what the suite accepts (SIZED_CONFIG_KEYS; layers x experts at most MAX_LAYER_EXPERTS)."""
+    def get(key):
+        try:
+            v = config.get(key) if isinstance(config, dict) else getattr(config, key, None)
+        except RuntimeError:  # a per-layer value of a heterogeneous config (Gemma 4's head_dim): no global one
+            return None
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    for key in SIZED_CONFIG_KEYS:
+        v = get(key)
+        if v is not None:
+            check_config_count(key, v, where)
+    layers = get("num_hidden_layers") or 0
+    experts = max((get(k) or 0 for k in ("n_routed_experts", "num_local_experts", "num_experts")), default=0)
+    if layers * experts > MAX_LAYER_EXPERTS:
+        raise RaceError(f"{where}: {layers:,} layers x {experts:,} experts is over the {MAX_LAYER_EXPERTS:,} the suite "
+                        "accepts", "real models are far smaller; check the config")
+
+
 def check_model_spec(fields: dict, where: str) -> None:
     """RaceError for the first model_spec field over its schema maximum."""
     for key, top in model_spec_maxima().items():

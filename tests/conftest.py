@@ -18,3 +18,18 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def traced_cache_of_this_session(tmp_path_factory):
+    """Traced coefficients (suite.accounting.traced) persist in a folder of this test session,
+    never in ~/.cache: tests stay hermetic and their timings are those of a fresh machine (CI)."""
+    import os
+
+    old = os.environ.get("RACE_TRACED_CACHE")
+    os.environ["RACE_TRACED_CACHE"] = path = str(tmp_path_factory.mktemp("traced-cache"))
+    yield path
+    if old is None:
+        os.environ.pop("RACE_TRACED_CACHE", None)
+    else:
+        os.environ["RACE_TRACED_CACHE"] = old

@@ -33,8 +33,9 @@ def test_prefix_caching_prefills_each_prompt_once_and_scores_only_sampled_tokens
     # no padding in generation, while TRL still pads the training batch
     padded = work_from_lengths(PROMPTS, COMPLETIONS, SETTINGS, "trl")
     assert shared["rollout.tokens"] < padded["rollout.tokens"]
-    assert {k: v for k, v in shared.items() if k.startswith("update.")} == \
-           {k: v for k, v in padded.items() if k.startswith("update.")}
+    # training as TRL's (the old-policy forward aside: below)
+    assert {k: v for k, v in shared.items() if k.startswith("update.") and not k.startswith("update.old.")} == \
+           {k: v for k, v in padded.items() if k.startswith("update.") and not k.startswith("update.old.")}
 
 
 def test_with_one_completion_per_prompt_nothing_is_shared():
@@ -87,7 +88,7 @@ def test_verl_rollout_shares_the_prefill_as_its_config_says():
 def test_race_flops_selects_it(capsys):
     base = ["flops", "--model", "Qwen3-4B", "--group-size", "8", "--prompts-per-step", "4", "--json"]
     out = {}
-    for e in ("trl", "trl-vllm"):
+    for e in ("trl", "trl-vllm", "trl-vllm-no-is"):
         capsys.readouterr()
         assert main([*base, "--engine", e]) == 0
         out[e] = json.loads(capsys.readouterr().out)
@@ -95,7 +96,37 @@ def test_race_flops_selects_it(capsys):
     # K = 8 completions share each 256-token prompt
     assert out["trl"]["per_step"]["tokens"]["rollout_prompt"] == 8 * out["trl-vllm"]["per_step"]["tokens"]["rollout_prompt"]
     assert out["trl-vllm"]["per_step"]["flops"]["rollout"] < out["trl"]["per_step"]["flops"]["rollout"]
-    assert out["trl-vllm"]["per_step"]["flops"]["update"] == out["trl"]["per_step"]["flops"]["update"]
+    assert out["trl-vllm-no-is"]["per_step"]["flops"] == {**out["trl-vllm"]["per_step"]["flops"],
+                                                        "update": out["trl"]["per_step"]["flops"]["update"],
+                                                        "total": out["trl-vllm-no-is"]["per_step"]["flops"]["total"]}
+
+
+def test_trl_with_vllm_runs_the_old_policy_forward_for_its_importance_sampling():
+    """TRL 1.16 grpo_trainer._generate_and_score_completions computes old_per_token_logps whenever
+    use_vllm and vllm_importance_sampling_correction (its default) are set, even at mu = 1 with
+    aligned steps: trl-vllm charges that no-grad forward; trl-vllm-no-is (the correction off) as trl."""
+    import inspect
+
+    from trl.trainer import grpo_trainer
+
+    src = inspect.getsource(grpo_trainer.GRPOTrainer._generate_and_score_completions)
+    assert "self.use_vllm and self.vllm_importance_sampling_correction" in src
+    assert grpo_trainer.GRPOConfig.__dataclass_fields__["vllm_importance_sampling_correction"].default is True
+    spec, ad = load_spec("Qwen3-4B"), Adapter.from_rank(16)
+    flops = {}
+    for e in ("trl", "trl-vllm", "trl-vllm-no-is"):
+        w = work_from_lengths(PROMPTS, COMPLETIONS, SETTINGS, e)
+        flops[e] = dict(((p, n), f) for p, n, f in pass_breakdown(w, spec, ad, SETTINGS, engine=e))
+    old = "update", "old-policy forward"
+    assert flops["trl-vllm"][old] > 0 and flops["trl"][old] == flops["trl-vllm-no-is"][old] == 0
+    # a no-grad forward of the policy over the trained rows: under full fine-tuning it costs what the
+    # reference forward (beta > 0) costs
+    import dataclasses
+
+    kl = dataclasses.replace(SETTINGS, beta=0.1)
+    w = work_from_lengths(PROMPTS, COMPLETIONS, kl, "trl-vllm")
+    full = dict(((p, n), f) for p, n, f in pass_breakdown(w, spec, Adapter(kind="full"), kl, engine="trl-vllm"))
+    assert full[old] == full[("update", "reference forward")] > 0
 
 
 def test_the_ledger_of_a_trl_run_with_vllm_uses_it():
@@ -104,6 +135,7 @@ def test_the_ledger_of_a_trl_run_with_vllm_uses_it():
     from suite.train.trl_callback import engine_of
 
     assert engine_of(None, SimpleNamespace(use_vllm=True)) == "trl-vllm"
+    assert engine_of(None, SimpleNamespace(use_vllm=True, vllm_importance_sampling_correction=False)) == "trl-vllm-no-is"
 
 
 def test_imported_trl_vllm_run_validates_and_tampering_is_caught(tmp_path):

@@ -283,7 +283,7 @@ def test_a_reward_model_that_cannot_be_priced_is_refused_by_name(tmp_path, polic
 
     with pytest.raises(RaceError, match="cannot price reward model 'judge-linear'") as e:
         RaceLedger(tmp_path).attach(trainer_of(torch.nn.Linear(4, 1), "judge-linear"))
-    assert "no transformers config" in e.value.message and "ModelSpec" in e.value.hint
+    assert "no transformers config" in e.value.message and "reward_model=spec_for(" in e.value.hint
     gpt2 = GPT2ForSequenceClassification(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, num_labels=1))
     ledger = RaceLedger(tmp_path / "gpt2").attach(trainer_of(gpt2, "judge-gpt2"))
     assert getattr(ledger.reward_model, "traced", False) and ledger.reward_model.model_type == "gpt2"

@@ -103,7 +103,7 @@ def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batc
     peft = None if full else LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0)
     trainer = GRPOTrainer(model=policy, reward_funcs=funcs, reward_processing_classes=procs, args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft)
-    ledger = RaceLedger(tmp_path / "run", attention="full", save_adapter=False, **(ledger_kw or {})).attach(trainer)
+    ledger = RaceLedger(tmp_path / "run", **{"attention": "full", "save_adapter": False, **(ledger_kw or {})}).attach(trainer)
     counter = flop_counter()
     with counter:
         trainer.train()
@@ -149,14 +149,104 @@ def test_ledger_equals_flop_counter_over_the_whole_run(tmp_path, parts, name):
         assert all(r["flops"]["reward"] > 0 for r in recs if r["flops"]["rollout"] > 0)
 
 
-def test_a_gpt2_reward_model_is_priced_by_the_traced_path_exactly(tmp_path, parts, gpt2_rm):
-    """Any AutoModelForSequenceClassification: GPT-2 has no analytic recipe; RaceLedger prices it
-    through the traced path (its costs fitted at attach, before the first step), exactly."""
-    trainer, ledger, measured = _run(tmp_path, parts, reward=gpt2_rm, spg=2, steps=2)
-    assert getattr(ledger.reward_model, "traced", False) and ledger.reward_model.model_type == "gpt2"
+@pytest.fixture(scope="module")
+def rm_runs(tmp_path_factory, parts, gpt2_rm):
+    """A run with each sequence-classification reward model a TRL user has: GPT-2 (no analytic
+    recipe: the traced path; steps_per_generation 2, two steps) and Llama (a recipe; one step);
+    the adapter saved, each reward model saved as a folder with the tokenizer (race eval loads it)."""
+    out = {}
+    for name, rm, kw in (("gpt2", gpt2_rm, {"spg": 2, "steps": 2}), ("llama", parts[2], {"steps": 1})):
+        tmp = tmp_path_factory.mktemp(f"rm-{name}")
+        trainer, ledger, measured = _run(tmp, parts, reward=rm, ledger_kw={"save_adapter": True}, **kw)
+        rm.save_pretrained(tmp / f"{name}-orm")
+        parts[0].save_pretrained(tmp / f"{name}-orm")
+        out[name] = ledger, measured, tmp / f"{name}-orm"
+    return out
+
+
+@pytest.mark.parametrize("name, path", [("gpt2", "traced"), ("llama", "recipe")])
+def test_sequence_classifier_reward_models_go_into_validated_reports(rm_runs, name, path):
+    """Any AutoModelForSequenceClassification: GPT-2 has no analytic recipe, RaceLedger prices it
+    through the traced path (its costs fitted at attach, before the first step), exactly; either
+    reward model goes into write_report()'s report (GPT-2's as its config: report 1.3), which is
+    read back typed and validates clean, the validator tracing the GPT-2 config again."""
+    from suite.cli import main
+    from suite.record.report import read_report
+
+    ledger, measured, _ = rm_runs[name]
+    assert getattr(ledger.reward_model, "traced", False) == (path == "traced")
     recs = read_ledger(ledger.ledger_path).records
     assert recs[0]["flops"]["reward"] > 0
     assert sum(sum(r["flops"].values()) for r in recs) == measured
+    report = read_report(ledger.write_report())
+    assert report.priced_by == {"policy": "recipe", "reward": path} and report.reward_kind == "orm"
+    assert report.doc["schema_version"] == ("1.3" if path == "traced" else "1.2")
+    rspec = report.model_spec("reward")
+    assert rspec == ledger.reward_model and report.doc["reward"]["model"]["params_total"] == rspec.params_total
+    assert main(["validate", "--strict", str(report.path)]) == 0
+
+
+@pytest.mark.slow  # trains (policy-s, two steps), then lm-eval on 2 problems per reward model: 6-26 s here
+def test_the_docs_reward_model_example_goes_through_race_eval(tmp_path, monkeypatch, capsys):
+    """docs/trl-integration.md's worked example, as written: a GPT-2 reward model folder, its
+    TracedSpec passed as RaceLedger(reward_model=...), the report validated; then the run scored
+    by `race eval --native-reward-model` with that GPT-2 folder and with a Llama classifier
+    folder (reward system orm, priced by its own spec), the report valid after each."""
+    import re
+
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForSequenceClassification
+
+    from suite.cli import main
+    from suite.paths import home
+    from suite.record.report import read_report
+
+    text = (home() / "docs" / "trl-integration.md").read_text()
+    code = next(c for c in re.findall(r"```python\n(.*?)```", text, re.S) if "reward_model=spec" in c)
+    monkeypatch.chdir(tmp_path)
+    torch.set_num_threads(1)
+    exec(compile(code, "docs/trl-integration.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "my-orm {'policy': 'recipe', 'reward': 'traced'} 1.3" in out
+    run = tmp_path / "runs" / "with-orm"
+    assert main(["validate", "--strict", str(run / "report.json")]) == 0
+    tok = AutoTokenizer.from_pretrained(tmp_path / "runs" / "my-orm")
+    llama = tmp_path / "runs" / "llama-orm"
+    LlamaForSequenceClassification(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64,
+                                               num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                               num_labels=1, pad_token_id=tok.pad_token_id)).save_pretrained(llama)
+    tok.save_pretrained(llama)
+    for folder, path in ((tmp_path / "runs" / "my-orm", "traced"), (llama, "recipe")):
+        assert main(["eval", str(run), "--native-reward-model", str(folder), "--limit", "2",
+                     "--targets", "arith-easy-250", "--batch-size", "8"]) == 0, capsys.readouterr().err
+        report = read_report(run / "report.json")
+        native = next(r for r in report.doc["evaluations"] if r["metric"] == "native_reward")
+        assert native["judge"]["name"] == folder.name and native["compute"]["flops"] > 0
+        assert native["judge"]["spec"].get("priced_by", "recipe") == path
+        assert report.doc["schema_version"] == "1.3"        # the training reward model is traced
+        assert main(["validate", "--strict", str(report.path)]) == 0
+
+
+def test_a_policy_of_a_family_with_no_recipe_trains_under_the_ledger_exactly(tmp_path, parts):
+    """A GPT-2 policy (the traced path: no recipe) under TRL, LoRA on all-linear (peft adapts its
+    Conv1D layers): the ledger equals FlopCounterMode over the run, and write_report() carries the
+    policy as its config (report 1.3), which validates."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from suite.cli import main
+    from suite.record.report import read_report
+
+    folder = tmp_path / "gpt2-policy"
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=len(WORDS), n_positions=64, pad_token_id=0,
+                               eos_token_id=1, bos_token_id=2)).save_pretrained(folder)
+    parts[0].save_pretrained(folder)
+    trainer, ledger, measured = _run(tmp_path, (parts[0], str(folder), parts[2]), steps=1)
+    assert getattr(ledger.policy, "traced", False) and ledger.total_flops == measured
+    report = read_report(ledger.write_report())
+    assert report.priced_by["policy"] == "traced" and report.doc["schema_version"] == "1.3"
+    assert report.doc["adapter"]["trainable_params"] == sum(
+        p.numel() for p in trainer.model.parameters() if p.requires_grad)
+    assert main(["validate", "--strict", str(report.path)]) == 0
 
 
 def test_a_reward_model_spec_override_goes_into_the_report(tmp_path, parts):
@@ -306,7 +396,7 @@ def test_the_docs_check_snippet_is_exact(tmp_path, monkeypatch, capsys):
     from suite.paths import home
 
     text = (home() / "docs" / "trl-integration.md").read_text()
-    code = re.findall(r"```python\n(.*?)```", text, re.S)[1]
+    code = next(c for c in re.findall(r"```python\n(.*?)```", text, re.S) if "custom_mapping" in c)
     assert "custom_mapping={torch.ops.aten.addmm_: addmm_}" in code
     monkeypatch.chdir(tmp_path)
     torch.set_num_threads(1)

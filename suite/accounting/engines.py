@@ -130,15 +130,34 @@ class TRLCPUProfile(TRLProfile):
 
 @engine("trl-vllm")
 class TRLVLLMProfile(TRLProfile):
-    """TRL 1.16 GRPOTrainer with use_vllm=True (vllm_mode server or colocate): vLLM generates,
-    TRL trains as in 'trl'."""
+    """TRL 1.16 GRPOTrainer with use_vllm=True (vllm_mode server or colocate) and TRL's default
+    vllm_importance_sampling_correction=True: vLLM generates, TRL trains as in 'trl', and the
+    old-policy log-prob forward runs every generation (the importance-sampling ratio needs it)."""
 
     description = ("TRL 1.16 GRPOTrainer with vLLM generation (server or colocate): vLLM's prefix caching (on by "
                    "default) shares one prompt prefill among the K completions of a prompt, each completion decodes "
-                   "its own tokens and logits are computed only at sampled positions; training as 'trl'")
+                   "its own tokens and logits are computed only at sampled positions; training as 'trl', plus the "
+                   "old-policy log-prob forward every generation (vllm_importance_sampling_correction, on by default)")
     rollout_padded = False
     prefill_per_completion = False
     hf_rollout = False
+
+    def old_policy_pass(self, s: GRPOSettings) -> bool:
+        # grpo_trainer._generate_and_score_completions: "When using vLLM, we always compute
+        # old_per_token_logps for importance sampling" (use_vllm and vllm_importance_sampling_correction)
+        return True
+
+
+@engine("trl-vllm-no-is")
+class TRLVLLMNoISProfile(TRLVLLMProfile):
+    """'trl-vllm' with vllm_importance_sampling_correction=False: the old-policy forward runs only
+    when generation is misaligned with optimizer steps, as in 'trl'."""
+
+    description = ("TRL 1.16 GRPOTrainer with vLLM generation and vllm_importance_sampling_correction=False: as "
+                   "'trl-vllm', but the old-policy log-prob forward runs only when gradient_accumulation_steps is not "
+                   "a multiple of steps_per_generation x mu (as 'trl')")
+
+    old_policy_pass = TRLProfile.old_policy_pass
 
 
 @engine("generic")

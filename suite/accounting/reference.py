@@ -137,9 +137,10 @@ def adapted_units(peft_model) -> list[tuple]:
     out = []
     for path, module in peft_model.named_modules():
         lora_a = getattr(module, "lora_A", None)
-        if not lora_a or "default" not in lora_a or ".layers." not in path:
+        # the decoder layer: the first index in the path (model.layers.3..., GPT-2's transformer.h.3...)
+        layer = next((int(p) for p in path.split(".") if p.isdigit()), None)
+        if not lora_a or "default" not in lora_a or layer is None:
             continue
-        layer = int(path.split(".layers.")[1].split(".")[0])
         rank = module.r["default"]
         if hasattr(module, "parameter_name"):  # peft ParamWrapper on a 3-D expert stack or a 2-D weight
             owner = [p for p in path.split(".") if p != "base_layer"][-1]  # experts, gate, router

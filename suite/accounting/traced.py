@@ -130,10 +130,10 @@ class TracedSpec:
                      chunks2=True, chunk_size=self.chunk)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "model_type": self.model_type, "priced_by": self.path,
-                "hidden_size": self.hidden_size, "num_layers": self.num_layers, "vocab_size": self.vocab_size,
-                "has_lm_head": self.has_lm_head, "tie_embeddings": self.tie_embeddings,
-                "score_head": [list(s) for s in self.score_head]}
+        """A report's model spec: the config itself (everything else is traced from it again;
+        suite.accounting.stored.spec_from_dict reads it back)."""
+        return {"priced_by": self.path, "name": self.name, "model_type": self.model_type,
+                "config": json.loads(self.config)}
 
 
 # ---- building the model ------------------------------------------------------------------------
@@ -145,7 +145,8 @@ def _need_torch():
         import transformers  # noqa: F401
     except ImportError as e:
         raise RaceError(f"the traced path needs torch and transformers ({e.name} is not installed)",
-                        "pip install 'race-suite[torch]' (catalogued models and recipe families price without them)")
+                        "pip install 'race-suite[train]' -c constraints.txt (catalogued models and recipe families price "
+                        "without them)")
 
 
 def _hf_config(cfg: dict):
@@ -598,6 +599,13 @@ def _first_int(hf, keys: tuple[str, ...]) -> int:
     return next((v for v in (getattr(hf, k, None) for k in keys) if type(v) is int), 0)
 
 
+def canonical(config: dict) -> str:
+    """A config as the traced path keys it, and reports store it: sorted keys, `_` keys and
+    transformers_version left out."""
+    return json.dumps({k: v for k, v in config.items() if not k.startswith("_") and k != "transformers_version"},
+                      sort_keys=True, default=str)
+
+
 def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     """A TracedSpec of a config.json dict of any decoder transformers builds."""
     _need_torch()
@@ -610,10 +618,12 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
     if text is not None and text is not hf and getattr(hf, "get_text_config", None):
         hf = hf.get_text_config()
         cfg = {**hf.to_dict(), "model_type": hf.model_type, "architectures": cfg.get("architectures")}
+    from ..limits import check_config_counts
+
+    check_config_counts(hf, where)      # bounded work: no model is built from a hostile size
     if getattr(hf, "is_encoder_decoder", False):
         raise RaceError(f"{where}: encoder-decoder configs are not supported", "accounting covers decoder-only models")
-    canon = json.dumps({k: v for k, v in cfg.items() if not k.startswith("_") and k != "transformers_version"},
-                       sort_keys=True, default=str)
+    canon = canonical(cfg)      # what a report stores and the validator traces again
     with _quiet():
         model = _meta_model(canon)
     n = hf.num_hidden_layers
@@ -650,8 +660,11 @@ def spec_for(config, name: str | None = None):
     """The spec that prices any Hugging Face decoder config: the analytic recipe where its
     family has one (ModelSpec), else the traced path (TracedSpec). `config`: a dict, a
     transformers PretrainedConfig, a config.json path or folder, or a catalog name. The result
-    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`).
-    `priced_by(spec)` names the path."""
+    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`)
+    and into reports (a traced one as its config, report 1.3). `priced_by(spec)` names the path.
+
+    Args: `config`, `name` (default: the config's _name_or_path, else its folder). Returns the
+    ModelSpec or TracedSpec."""
     from .modelspec import FAMILIES, _TEXT_OF, _read_json, in_catalog, load_spec, spec_from_config
 
     if isinstance(config, (str, Path)):

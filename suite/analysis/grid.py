@@ -350,23 +350,23 @@ def _stats_key(spec) -> tuple[str, str]:
 
 
 def _reward_model(spec, cache: dict):
-    """ModelSpec of the cell's reward model, None for rule rewards (nothing is loaded)."""
+    """Spec of the cell's reward model (any family), None for rule rewards (nothing is loaded)."""
     key = (spec.reward.system, tuple(sorted((k, str(v)) for k, v in spec.reward.options.items())))
     if key not in cache:
-        from ..accounting.modelspec import load_spec
+        from ..accounting.traced import spec_for
         from ..train.rewards import get_reward_system
 
         r = get_reward_system(spec.reward.system, **dict(spec.reward.options))
-        cache[key] = load_spec(r.model_path) if getattr(r, "kind", "rule") != "rule" else None
+        cache[key] = spec_for(r.model_path) if getattr(r, "kind", "rule") != "rule" else None
     return cache[key]
 
 
 def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats],
                 engine: str) -> list[tuple[int, dict]]:
     """(step cost bound, expected FLOPs per phase of one generation batch) per cell, from
-    suite.accounting alone (pure; no model is loaded)."""
+    suite.accounting alone (pure; no model is loaded; a family with no recipe is traced on the meta device)."""
     from ..accounting import step_cost_bound, step_flops
-    from ..accounting.modelspec import load_spec
+    from ..accounting.traced import spec_for
 
     specs: dict[str, Any] = {}
     rewards: dict = {}
@@ -378,7 +378,7 @@ def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], Promp
         key = (s.policy, adapter, settings, s.attention, _stats_key(s), s.reward.system,
                tuple(sorted((k, str(v)) for k, v in s.reward.options.items())))
         if key not in costs:
-            policy = specs.get(s.policy) or specs.setdefault(s.policy, load_spec(s.policy))
+            policy = specs.get(s.policy) or specs.setdefault(s.policy, spec_for(s.policy))
             reward_model = _reward_model(s, rewards)
             st = stats[_stats_key(s)]
             bound = step_cost_bound(policy, adapter, settings, max_prompt_tokens=st.longest, engine=engine,

@@ -135,8 +135,7 @@ def evaluate_curve(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | No
         raise RaceError(f"--curve-limit must be a positive integer, got {limit}")
     rep, snaps = points_to_score(run_dir)
     ledger = rep.ledger
-    base, system, reward_model = run_models(run_dir, native_reward, native_reward_model)
-    base = Path(model) if model else base
+    base, system, reward_model = run_models(run_dir, native_reward, native_reward_model, model)
     for t in targets:
         target(t)
     labels = {result_name(t, min(limit or target(t).size, target(t).size)) for t in targets}

@@ -95,11 +95,11 @@ def check_adapter(adapter: str | Path, base: str | Path) -> dict:
 
 def model_entry(path: str | Path) -> dict:
     """A report `model` object (name, spec, parameter counts) for a model folder (named by the
-    folder) or catalog name."""
-    from ..accounting.modelspec import load_spec
+    folder) or catalog name, of any family (a traced spec where it has no recipe)."""
+    from ..accounting.traced import spec_for
     from ..record.report import model_entry as entry
 
-    spec = load_spec(str(path))
+    spec = spec_for(str(path))
     return entry(spec, Path(str(path)).name if Path(str(path)).is_dir() else None)
 
 
@@ -254,10 +254,9 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     forward over the tokens it scored. Completions a scorer skipped (0 tokens) cost nothing."""
     from ..accounting import GRPOSettings, phase_flops, work_from_lengths
     from ..accounting.adapter import adapter_from_peft
-    from ..accounting.modelspec import load_spec
     from ..accounting.traced import spec_for
 
-    policy = load_spec(str(model))
+    policy = spec_for(str(model))
     scored = [n for n in (scored_lengths or []) if n > 0]
     # A scorer of any family: the analytic recipe, else the traced path (a GPT-2 reward model).
     reward_model = spec_for(str(scorer)) if scorer is not None and scored else None

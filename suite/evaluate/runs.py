@@ -34,12 +34,13 @@ def _resolve_model(value: str | None, run_dir: Path) -> Path | None:
     return None
 
 
-def run_models(run_dir: Path, native_reward: str | None = None,
-               native_reward_model: str | None = None) -> tuple[Path, str | None, str | None]:
+def run_models(run_dir: Path, native_reward: str | None = None, native_reward_model: str | None = None,
+               model: str | None = None) -> tuple[Path, str | None, str | None]:
     """(base model folder, reward system, reward model folder or None) of a run folder: from
     its cell.yaml (suite.train.cell: policy, reward system and model_path), else from report.json
     (policy.name, reward.system, reward.model.name) resolved as paths or embedded model names.
-    `native_reward` (and its model) replaces the run's own reward system."""
+    `native_reward` (and its model) replaces the run's own reward system; `model` (--model) is the
+    base model, whatever the run names (a RaceLedger report names the policy, not its folder)."""
     from ..record.report import read_report
 
     report = read_report(run_dir / "report.json", check=False)
@@ -54,7 +55,7 @@ def run_models(run_dir: Path, native_reward: str | None = None,
             from ..train.rewards import default_model_path
 
             reward_model = str(default_model_path("prm" if system == "prm" else "prm-proxy"))
-    policy = policy or report.model
+    policy = model or policy or report.model
     if native_reward == "none":              # evaluate without a native reward
         return _base_of(policy, run_dir), None, None
     if native_reward is None and native_reward_model:
@@ -125,8 +126,7 @@ def evaluate_run(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None
         raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
                         "race run and RaceLedger save it to RUN_DIR/adapter when training ends; a run that stopped "
                         "before (a crash, a kill) has none: resume it (race run --resume RUN_DIR)")
-    base, system, reward_model = run_models(run_dir, native_reward, native_reward_model)
-    base = Path(model) if model else base
+    base, system, reward_model = run_models(run_dir, native_reward, native_reward_model, model)
     if full:  # LoRA rank 0: the run saved the fully fine-tuned model itself
         base, adapter = adapter, None
     config = EvalConfig(model=str(base), adapter=str(adapter) if adapter else None, targets=tuple(targets),

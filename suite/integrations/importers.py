@@ -272,7 +272,7 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
 
     from .. import accounting as acc
     from ..record.ledger import LedgerWriter
-    from ..accounting.modelspec import load_spec
+    from ..accounting.traced import spec_for
     from ..atomic import write_json_atomic
     from ..record.report import Provenance, build_report, write_report
     from ..record.runspec import EngineSpec
@@ -288,9 +288,9 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                    label=cell.label or cell.name, notes=notes)
     if hardware is not None:
         spec = replace(spec, hardware=hardware)
-    policy = load_spec(spec.policy)
+    policy = spec_for(spec.policy)      # any family: the analytic recipe, else the traced path
     adapter, settings = spec.adapter, spec.grpo
-    reward_model = load_spec(spec.reward.model) if spec.reward.model else None
+    reward_model = spec_for(spec.reward.model) if spec.reward.model else None
     expected = settings.prompts_per_step * settings.group_size
     cmp = Comparison(ours=dict.fromkeys(("rollout", "update", "update_train", "update_recompute",
                                          "update_logprob", "reward"), 0))

@@ -35,7 +35,8 @@ def type_text(node: dict, defs: dict) -> str:
         return f"`{json.dumps(node['const'])}`"
     if "enum" in node:
         return " / ".join(f"`{json.dumps(v)}`" for v in node["enum"])
-    branches = node.get("anyOf") or node.get("oneOf")
+    branches = node.get("anyOf") or node.get("oneOf") or \
+        ([node["then"], node["else"]] if "type" not in node and "then" in node and "else" in node else None)
     if branches:
         return " or ".join(dict.fromkeys(type_text(b, defs) for b in branches))
     kinds = node.get("type", [])
@@ -65,6 +66,20 @@ def _children(node: dict, defs: dict) -> tuple[str, dict, str | None]:
         inner, inner_name = _resolve(b, defs)
         if "properties" in inner:
             return "", inner, inner_name
+    if "then" in node and "else" in node:   # two forms of one object (a model spec: recipe or traced)
+        forms = [_resolve(node[k], defs) for k in ("else", "then")]
+        props, need = {}, set()
+        for i, (form, form_name) in enumerate(forms):
+            for key, child in form.get("properties", {}).items():
+                child, _ = _resolve(child, defs)
+                if key not in props:      # a field of this form only (the first form's fields first)
+                    props[key] = {**child, "description": (f"({form_name} only) " if i else "")
+                                  + child.get("description", "")}
+                    need |= {key} & set(form.get("required", ()))
+                elif child.get("description") != props[key].get("description"):
+                    props[key] = {**props[key], "description": f"{props[key].get('description', '')} ({form_name}: "
+                                  f"{type_text(child, defs)}, {child.get('description', '')})"}
+        return "", {"properties": props, "required": sorted(need)}, "|".join(n or "" for _, n in forms)
     return "", {}, None
 
 

@@ -157,6 +157,32 @@ class Report:
         return int(self.number("policy.params_total"))
 
     @property
+    def priced_by(self) -> dict[str, str | None]:
+        """The path that priced each model: {"policy": "recipe" or "traced", "reward": the reward
+        model's, None for rule rewards} (a spec with priced_by traced, else the recipe)."""
+        from ..accounting.stored import priced_by
+
+        model = self._section("reward").get("model")
+        return {"policy": priced_by(self.get("policy.spec")),
+                "reward": priced_by(model.get("spec")) if isinstance(model, dict) else None}
+
+    def model_spec(self, which: str = "policy"):
+        """The spec of the policy (`which` "policy") or the reward model ("reward"; None for rule
+        rewards), read back: a ModelSpec, or a TracedSpec traced again from its config (needs torch;
+        suite.accounting.stored.spec_from_dict). RaceError for one that cannot be read."""
+        from ..accounting.stored import spec_from_dict
+
+        if which not in ("policy", "reward"):
+            raise RaceError(f"model_spec: which must be policy or reward, not {which!r}")
+        node = self.get("policy") if which == "policy" else self._section("reward").get("model")
+        if node is None:
+            return None
+        try:
+            return spec_from_dict(self.get("spec", node, f"{self.name} {which}"), str(self.get("name", node)))
+        except RaceError as e:
+            raise type(e)(f"{self.name}: {which} spec: {e.message}", e.hint) from None
+
+    @property
     def reward_system(self) -> str:
         """reward.system."""
         return str(self.get("reward.system"))
@@ -427,6 +453,8 @@ def update_report(path: str | os.PathLike, change: Callable[[dict], Any], *,
     report = read_report(path, check=False)
     doc = copy.deepcopy(report.doc)
     change(doc)
+    if doc.get("schema_version") in schemas.SUPPORTED_VERSIONS[1:]:   # a traced judge added: the version that holds it
+        doc["schema_version"] = schemas.version_for(doc, doc["schema_version"])
     if doc != report.doc:
         if check is not None:
             check(doc)
@@ -509,11 +537,14 @@ class Means:
 
 
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
-    from ..accounting.modelspec import ModelSpec, load_spec
+    """The spec of a run description's model: a spec object as given, else the spec of a catalog
+    name or config folder of any family (the analytic recipe, else the traced path)."""
+    from ..accounting.modelspec import ModelSpec
+    from ..accounting.traced import spec_for
 
     if isinstance(x, ModelSpec) or getattr(x, "traced", False):  # a traced spec (suite.accounting.traced) too
         return x
-    return load_spec(x)
+    return spec_for(x)
 
 
 def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: str, created: str | None,
@@ -566,6 +597,7 @@ def _document(spec: RunSpec, totals: dict, provenance: Provenance, *, run_id: st
     ro = rollouts_section(totals, spec)
     if ro is not None:
         doc["rollouts"] = ro
+    doc["schema_version"] = schemas.version_for(doc)
     schemas.check_report(doc)
     return doc
 

@@ -19,9 +19,30 @@ REPORT_ID = "https://race-suite.org/schemas/report/v1.json"
 """The `$schema` a report names."""
 REPORT_VERSION = "1.2"
 """The report version this suite writes (1.1: provenance required, hardware optional; 1.2: the
-optional sections of real runs)."""
-SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2")
+optional sections of real runs); a report that needs a later one names it (`version_for`)."""
+TRACED_VERSION = "1.3"
+"""The version that adds model specs priced by the traced path (`spec.priced_by: traced`)."""
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 """The report versions this suite reads and validates (a 1.0 report has no provenance)."""
+
+
+def _models(doc: Mapping[str, Any]):
+    """The model blocks of a report document: policy, reward model, judges."""
+    yield doc.get("policy")
+    reward = doc.get("reward")
+    yield reward.get("model") if isinstance(reward, dict) else None
+    for row in doc.get("evaluations") or ():
+        yield row.get("judge") if isinstance(row, dict) else None
+
+
+def version_for(doc: Mapping[str, Any], at_least: str = REPORT_VERSION) -> str:
+    """The oldest report version that holds `doc` and is at least `at_least`: TRACED_VERSION when
+    a model block carries a traced spec, else `at_least`. Reports without one read exactly as
+    before, so readers of 1.2 keep reading them."""
+    traced = any(isinstance(m, dict) and isinstance(m.get("spec"), dict) and m["spec"].get("priced_by") == "traced"
+                 for m in _models(doc))
+    need = TRACED_VERSION if traced else at_least
+    return max(need, at_least, key=lambda v: tuple(map(int, v.split("."))))
 LEDGER_RECORD = "ledger-record-v1.schema.json"
 """One line of a ledger.jsonl."""
 RACE = "race-v1.schema.json"
@@ -296,7 +317,8 @@ def record_shape() -> RecordShape:
                        seconds=tuple(props["seconds"]["properties"]), max_count=int(s["$defs"]["count"]["maximum"]))
 
 
-__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "SUPPORTED_VERSIONS", "LEDGER_RECORD", "RACE", "RACE_VERSION",
+__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "version_for", "SUPPORTED_VERSIONS",
+           "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
            "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",
            "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

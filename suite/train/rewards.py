@@ -304,14 +304,18 @@ class SequenceClassifierReward(RewardSystem):
             raise RaceError(f"{path} is not a sequence classifier (its config.json names no "
                             "*ForSequenceClassification architecture)",
                             "use --native-reward prm for a process reward model folder")
-        from ..accounting.modelspec import load_spec
+        from ..accounting.traced import spec_for
 
-        try:
-            load_spec(str(path))        # priced (and named in reports) by its spec: checked before any scoring
+        try:   # priced (and named in reports) by its spec, of any family: checked before any scoring
+            spec = spec_for(str(path))
+            if getattr(spec, "traced", False):  # no recipe: its forward is fitted now, a refused fit fails here
+                from ..accounting import Adapter
+                from ..accounting.traced import traced_costs
+
+                traced_costs(spec, Adapter(kind="full"), False, False)
         except RaceError as e:
             raise RaceError(f"cannot price reward model {path} for a report: {e.message}",
-                            "reports name reward models of the families the accounting has recipes for "
-                            "(race flops --list-models; docs/accounting.md)") from None
+                            e.hint or "check its config.json (race flops --config DIR prices it)") from None
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

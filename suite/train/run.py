@@ -119,18 +119,19 @@ def prepare(cell: CellSpec) -> dict:
     from transformers import AutoTokenizer
 
     from ..accounting import step_cost_bound
-    from ..accounting.modelspec import load_spec
+    from ..accounting.traced import spec_for
     from .rewards import get_reward_system
 
     cell.needs_to_train()
-    policy = load_spec(cell.policy)
+    policy = spec_for(cell.policy)      # any family: the analytic recipe, else the traced path
     reward = get_reward_system(cell.reward.system, **dict(cell.reward.options))
-    reward_model = load_spec(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
+    reward_model = spec_for(reward.model_path) if getattr(reward, "kind", "rule") != "rule" else None
     tokenizer = AutoTokenizer.from_pretrained(cell.tokenizer or cell.policy)
     rows, data_format = training_rows(cell.dataset)
     longest = _longest_prompt_once(cell, tokenizer, rows)
     device = _device(cell)
-    engine = "trl-vllm" if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
+    engine = ("trl-vllm" if cell.engine.get("vllm_importance_sampling_correction", True) else "trl-vllm-no-is") \
+        if cell.engine.get("use_vllm") else "trl" if device == "cuda" else "trl-cpu"
     settings, adapter = cell.settings(), cell.adapter()
     first = step_cost_bound(policy, adapter, settings, max_prompt_tokens=longest, engine=engine,
                             attention=cell.attention, reward_model=reward_model)
@@ -167,8 +168,9 @@ def grpo_config(cell: CellSpec, out: Path, device: str, max_steps: int):
         kw["loss_type"] = eng["loss_type"]
     if "max_grad_norm" in eng:
         kw["max_grad_norm"] = float(eng["max_grad_norm"])
-    if "vllm_mode" in eng:
-        kw["vllm_mode"] = eng["vllm_mode"]
+    for key in ("vllm_mode", "vllm_importance_sampling_correction"):
+        if key in eng:
+            kw[key] = eng[key]
     return GRPOConfig(**kw)
 
 

@@ -54,6 +54,7 @@ from typing import Any, Callable
 from transformers import TrainerCallback
 
 from ..accounting import step_cost_bound  # noqa: F401  (public here too: the budget stop's bound)
+from ..accounting.work import reward_tokens_bound
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
 
@@ -69,12 +70,13 @@ RECORDER = "race RaceLedger (TRL callback)"
 
 
 def policy_spec_of(model):
-    """ModelSpec of a (possibly PEFT-wrapped) transformers model, from its config."""
-    from ..accounting.modelspec import spec_from_config
+    """Spec of a (possibly PEFT-wrapped) transformers model, from its config: the analytic recipe
+    where its family has one (ModelSpec), else the traced path (TracedSpec)."""
+    from ..accounting.traced import spec_for
 
-    cfg = model.config.to_dict()
+    cfg = {**model.config.to_dict(), "model_type": model.config.model_type}
     name = getattr(model.config, "_name_or_path", "") or cfg.get("model_type", "policy")
-    return spec_from_config(cfg, Path(str(name)).name or "policy", where=str(name) or None)
+    return spec_for(cfg, Path(str(name)).name or "policy")
 
 
 def adapter_of(model, spec=None):
@@ -124,12 +126,12 @@ def settings_of(args):
 
 def engine_of(model, args) -> str:
     """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
-    server or colocate), `trl` where TRL's fused LM head runs its Triton path (CUDA/XPU),
-    `trl-cpu` elsewhere."""
+    server or colocate; `trl-vllm-no-is` with vllm_importance_sampling_correction off), `trl`
+    where TRL's fused LM head runs its Triton path (CUDA/XPU), `trl-cpu` elsewhere."""
     from transformers.utils import is_triton_available
 
     if getattr(args, "use_vllm", False):
-        return "trl-vllm"
+        return "trl-vllm" if getattr(args, "vllm_importance_sampling_correction", True) else "trl-vllm-no-is"
     dev = next(model.parameters()).device.type
     return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
 
@@ -240,7 +242,7 @@ class RaceLedger(TrainerCallback):
                     if self.reward_model is None:
                         raise RaceError(f"model reward {names[i]!r} names no model to charge",
                                         "give it a model_path (its config folder) or pass "
-                                        "RaceLedger(reward_model=load_spec(...))")
+                                        "RaceLedger(reward_model=spec_for(...))")
                     specs[names[i]] = self.reward_model
         if len({s for s in specs.values()}) > 1:
             raise RaceError(f"rewards {', '.join(map(repr, specs))} run different models; the ledger charges one "
@@ -252,9 +254,24 @@ class RaceLedger(TrainerCallback):
         if callable(generate) and not getattr(generate, "_race_wrapped", False):
             trainer._generate = self._timed_generation(generate)
         self._observe_slices(trainer)
+        self._fit_traced_policy(trainer)
         self._attached = True
         trainer.add_callback(self)
         return self
+
+    def _fit_traced_policy(self, trainer) -> None:
+        """A policy with no analytic recipe is priced by tracing its modeling code: fitted here,
+        before training, as a traced reward model is (a refused fit fails before the first step;
+        the first step's seconds and a profiler around trainer.train() never see the tracing)."""
+        model, args = getattr(trainer, "model", None), getattr(trainer, "args", None)
+        if model is None or args is None or not hasattr(model, "config"):
+            return
+        policy = self.policy or policy_spec_of(model)
+        if getattr(policy, "traced", False):
+            from ..accounting.pricing import coefficients
+
+            coefficients(policy, self.adapter or adapter_of(model, policy), self.settings or settings_of(args),
+                         engine=self.engine or engine_of(model, args), attention=self.attention)
 
     def _observe_slices(self, trainer) -> None:
         """See which rows of a generation batch each micro-step trains. TRL 1.16 generates one
@@ -352,11 +369,12 @@ class RaceLedger(TrainerCallback):
                 spec = reward_model_spec_of(module)
             except RaceError as e:
                 raise RaceError(f"cannot price reward model {name!r}: {e.message}",
-                                "pass its architecture as RaceLedger(reward_model=ModelSpec(...)); a reward "
-                                "model's compute is never counted as 0") from None
+                                "pass its spec as RaceLedger(reward_model=spec_for(ITS_CONFIG_FOLDER)) "
+                                "(docs/trl-integration.md); a reward model's compute is never counted as 0") from None
             except AttributeError:
                 raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
-                                "pass RaceLedger(reward_model=ModelSpec(...)) with its architecture") from None
+                                "pass RaceLedger(reward_model=spec_for(ITS_CONFIG_FOLDER)) (a config folder, "
+                                "config dict or catalog name)") from None
         if getattr(spec, "traced", False):
             # Priced by tracing its modeling code: fit its costs now (a refused fit fails here, before
             # the first step; and a profiler around trainer.train() never sees the tracing).
@@ -411,9 +429,9 @@ class RaceLedger(TrainerCallback):
         if getattr(func, "kind", "rule") != "rule" and path:
             self._reward_ref.update(kind="prm", model=str(path))
             if self.reward_model is None:
-                from ..accounting.modelspec import load_spec
+                from ..accounting.traced import spec_for
 
-                self.reward_model = load_spec(str(path))  # the reward model is charged by its own spec
+                self.reward_model = spec_for(str(path))  # the reward model is charged by its own spec (any family)
         if self._reward_ref.get("system") == "custom":
             self._reward_ref["system"] = wrapped.__name__
         return wrapped
@@ -514,9 +532,11 @@ class RaceLedger(TrainerCallback):
         self.adapter = self.adapter or adapter_of(model, self.policy)
         self.settings = self.settings or settings_of(args)
         found = engine_of(model, args)
-        if self.engine is not None and (self.engine == "trl-vllm") != (found == "trl-vllm"):
+        vllm = found.startswith("trl-vllm")
+        if self.engine is not None and self.engine.startswith("trl-vllm") != vllm or vllm and self.engine not in (None, found):
             raise RaceError(f"RaceLedger(engine={self.engine!r}) contradicts the trainer: "
-                            f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, so it runs as {found!r}",
+                            f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, vllm_importance_sampling_correction="
+                            f"{bool(getattr(args, 'vllm_importance_sampling_correction', True))}, so it runs as {found!r}",
                             f"drop engine= (the ledger follows the trainer), or pass engine={found!r}")
         self.engine = self.engine or found
         spg, ga = self.settings.steps_per_generation, self.settings.gradient_accumulation_steps
@@ -667,7 +687,7 @@ class RaceLedger(TrainerCallback):
             return  # nothing seen yet and no bound given: cannot predict the first step
         reward_tokens = None
         if self.reward_model is not None:
-            reward_tokens = max(self._longest_reward, 2 * (longest + self.settings.max_completion_tokens))
+            reward_tokens = max(self._longest_reward, reward_tokens_bound(longest, self.settings.max_completion_tokens))
         bound = step_cost_bound(self.policy, self.adapter, self.settings, max_prompt_tokens=longest,
                                 engine=self.engine, attention=self.attention, reward_model=self.reward_model,
                                 reward_tokens=reward_tokens, generation=generation)

@@ -91,11 +91,20 @@ class ReportContext:
         return s.series if s.series is not None else LedgerSummary.scan(s.path, series=True).series
 
     @cached_property
+    def models(self) -> dict:
+        """{JSON path of a model block: suite.validate.physics.ModelRead} for the policy, the reward
+        model and every judge of schema-valid sections: each spec read once (a traced one traced
+        once, at most limits.MAX_TRACED_MODELS distinct configs)."""
+        from .physics import read_models
+
+        return read_models(self.doc, self.section_ok)
+
+    @cached_property
     def recompute(self):
         """suite.validate.physics.Recomputation of this report's FLOPs (or its failure reason)."""
         from .physics import recompute
 
-        return recompute(self.doc)
+        return recompute(self.doc, self.models)
 
 
 @dataclass

@@ -589,7 +589,6 @@ def estimate_work(ctx) -> Iterable[Issue]:
     if _method(ctx.doc) != "estimated" or "stages" in ctx.doc or "rollouts" in ctx.doc:
         return  # a staged or filtered estimate is priced per stage (the field-runs rules)
     from ..accounting import work_from_means
-    from ..accounting.modelspec import ModelSpec
     from ..errors import RaceError
 
     doc = ctx.doc
@@ -597,10 +596,12 @@ def estimate_work(ctx) -> Iterable[Issue]:
     means, steps = prov.get("means"), prov.get("steps")
     if not isinstance(means, dict) or not isinstance(steps, int):
         return  # SCHEMA: an estimate needs both
+    reads = [ctx.models.get(w) for w in ("$.policy", "$.reward.model")]
+    if reads[0] is None or reads[0].spec is None or (doc["reward"]["model"] and (reads[1] is None or reads[1].spec is None)):
+        return  # PHYS-006 / PHYS-010 report specs that cannot be read (or traced here)
     try:
-        policy = ModelSpec.from_dict(doc["policy"]["spec"])
-        rm = doc["reward"]["model"]
-        rspec = ModelSpec.from_dict(rm["spec"]) if rm else None
+        policy = reads[0].spec
+        rspec = reads[1].spec if doc["reward"]["model"] else None
         rtok = means.get("reward_tokens") if rspec is not None else None
         if rspec is not None and rtok is None:
             rtok = means["prompt_tokens"] + means["completion_tokens"]

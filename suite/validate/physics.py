@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..accounting import PHASES
 from .registry import Issue, rule
@@ -37,14 +37,80 @@ class Recomputation:
     error: str | None = None
     hint: str = ""
     other_adapter: dict[str, int] | None = None  # the same work priced with the other adapter type
+    unverifiable: bool = False  # a traced model that cannot be traced here (PHYS-010 says so)
 
 
-def _inputs(doc: dict, adapter_type: str | None = None):
-    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention)."""
+@dataclass(frozen=True)
+class ModelRead:
+    """A model block's spec as the validator reads it (suite.accounting.stored.spec_from_dict)."""
+
+    where: str
+    """JSON path of the model block ($.policy, $.reward.model, $.evaluations[i].judge)."""
+    entry: dict
+    """The block: name, spec, parameter counts."""
+    spec: Any = None
+    """The ModelSpec or TracedSpec; None when it cannot be read (problem says why)."""
+    problem: str | None = None
+    hint: str = ""
+    unverifiable: bool = False
+    """A traced spec this validator cannot trace (no torch, or over the bounded number): PHYS-010."""
+
+
+def _model_sections(doc, ok=None):
+    """(JSON path, model block) of the policy, the reward model and every judge (of the sections
+    `ok(name)` passes, when given)."""
+    if ok is None or ok("policy"):
+        yield "$.policy", doc["policy"]
+    if (ok is None or ok("reward")) and isinstance(doc["reward"].get("model"), dict):
+        yield "$.reward.model", doc["reward"]["model"]
+    if ok is None or ok("evaluations"):
+        for i, ev in enumerate(doc.get("evaluations") or ()):
+            if isinstance(ev.get("judge"), dict):
+                yield f"$.evaluations[{i}].judge", ev["judge"]
+
+
+def read_models(doc: dict, ok=None) -> dict[str, ModelRead]:
+    """Every model block's spec, read once: recipe specs as they are, traced ones traced again
+    from their configs (cached per config) -- at most limits.MAX_TRACED_MODELS distinct configs
+    per report (bounded work: each costs a trace); never raises."""
+    from ..accounting.stored import TracedUnverifiable, check_traced, is_traced, spec_from_dict
+    from ..errors import RaceError
+    from ..limits import MAX_TRACED_MODELS
+
+    out: dict[str, ModelRead] = {}
+    traced: set[str] = set()
+    for where, m in _model_sections(doc, ok):
+        d = m.get("spec")
+        try:
+            if is_traced(d):
+                key = check_traced(d, f"{where}.spec")
+                if key not in traced and len(traced) >= MAX_TRACED_MODELS:
+                    out[where] = ModelRead(where, m, None, f"{m.get('name')!r} is one traced model more than the "
+                                           f"{MAX_TRACED_MODELS} distinct ones a report may carry; it is not traced",
+                                           "carry at most that many traced models (policy, reward model, judges)",
+                                           True)
+                    continue
+                traced.add(key)
+            out[where] = ModelRead(where, m, spec_from_dict(d))
+        except TracedUnverifiable as e:
+            out[where] = ModelRead(where, m, None, e.message, e.hint or "", True)
+        except (RaceError, TypeError) as e:
+            out[where] = ModelRead(where, m, None, f"model spec cannot be read: {e}",
+                                   "use suite.accounting.modelspec.ModelSpec.to_dict() (or TracedSpec.to_dict())")
+    return out
+
+
+def _inputs(doc: dict, policy=None, reward_model=None, adapter_type: str | None = None):
+    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention);
+    the specs as read_models read them (default: read from the document here)."""
     from ..accounting import Adapter, GRPOSettings
-    from ..accounting.modelspec import ModelSpec
+    from ..accounting.stored import spec_from_dict
 
-    policy = ModelSpec.from_dict(doc["policy"]["spec"])
+    if policy is None:
+        policy = spec_from_dict(doc["policy"]["spec"])
+        rm = doc["reward"]["model"]
+        reward_model = spec_from_dict(rm["spec"]) if rm else None
+
     a = doc["adapter"]
     kind = adapter_type or a["type"]
     if kind == a["type"]:
@@ -58,14 +124,13 @@ def _inputs(doc: dict, adapter_type: str | None = None):
                             max_completion_tokens=g["max_completion_tokens"],
                             gradient_checkpointing=g["gradient_checkpointing"],
                             **{k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation") if k in g})
-    rm = doc["reward"]["model"]
-    reward_model = ModelSpec.from_dict(rm["spec"]) if rm else None
     acc = doc["accounting"]
     return policy, adapter, settings, reward_model, acc["engine_profile"], acc["attention"]
 
 
-def recompute(doc: dict) -> Recomputation:
-    """Recompute the report's per-phase FLOPs from totals.work; never raises."""
+def recompute(doc: dict, models: dict[str, ModelRead] | None = None) -> Recomputation:
+    """Recompute the report's per-phase FLOPs from totals.work (with the specs `read_models`
+    read); never raises."""
     from ..errors import RaceError
 
     try:
@@ -75,18 +140,41 @@ def recompute(doc: dict) -> Recomputation:
     if doc["accounting"]["engine_profile"] not in ENGINES:
         return Recomputation(None, f"unknown engine profile {doc['accounting']['engine_profile']!r}",
                              f"use one of {', '.join(sorted(ENGINES))} (the generic profile suits hand-filled reports)")
+    models = read_models(doc) if models is None else models
+    specs = []
+    for where in ("$.policy", "$.reward.model"):
+        r = models.get(where)
+        if where == "$.reward.model" and r is None and not isinstance(doc["reward"].get("model"), dict):
+            specs.append(None)      # a rule reward
+        elif r is None or r.spec is None:
+            return Recomputation(None, r.problem if r else f"{where} cannot be read", r.hint if r else "",
+                                 unverifiable=bool(r and r.unverifiable))
+        else:
+            specs.append(r.spec)
     work = doc["totals"]["work"]
     try:
-        flops = _priced(work, _inputs(doc))
-        other = None
-        if doc["adapter"]["type"] in ("lora", "full"):
-            flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
-            other = _priced(work, _inputs(doc, flip))
+        flops = _priced(work, _inputs(doc, *specs))
     except RaceError as e:
         return Recomputation(None, e.message, e.hint or "")
     except (KeyError, TypeError, ValueError) as e:
         return Recomputation(None, f"totals.work cannot be priced: {type(e).__name__}: {e}",
                              "totals.work must hold the statistics suite.accounting defines (work_from_lengths)")
+    except Exception as e:
+        if not any(getattr(s, "traced", False) for s in specs):
+            raise                       # a bug of ours: INTERNAL-001
+        # a traced config whose own modeling code fails (top-k over more experts than it has, ...)
+        return Recomputation(None, f"the traced model's code fails on its config: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:160] if str(e) else ''}",
+                             "check the config (race flops --config DIR prices it)")
+    other = None
+    # PHYS-003's other price; not for a traced policy, where it would cost a second trace (PHYS-001
+    # refuses the mispriced update all the same)
+    if doc["adapter"]["type"] in ("lora", "full") and not getattr(specs[0], "traced", False):
+        flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
+        try:
+            other = _priced(work, _inputs(doc, *specs, flip))
+        except (RaceError, KeyError, TypeError, ValueError):
+            other = None    # no such price
     return Recomputation({p: int(flops[p]) for p in PHASES}, other_adapter={p: int(other[p]) for p in PHASES} if other else None)
 
 
@@ -128,7 +216,8 @@ def phase_recompute(ctx) -> Iterable[Issue]:
     update matches the other adapter type's price, PHYS-003 reports it instead."""
     r = ctx.recompute
     if r.flops is None:
-        yield Issue("$.totals.work", f"cannot recompute the phase FLOPs: {r.error}", r.hint)
+        if not r.unverifiable:      # a traced model that cannot be traced here: PHYS-010 says so
+            yield Issue("$.totals.work", f"cannot recompute the phase FLOPs: {r.error}", r.hint)
         return
     declared = ctx.doc["totals"]["flops"]
     for p in PHASES:
@@ -156,16 +245,19 @@ def rollout_floor(ctx) -> Iterable[Issue]:
     completions (vLLM prefix caching: trl-vllm, verl) one prefill serves K first tokens. So the
     network runs at least T - n + prefills times for T generated tokens of n completions
     (prefills = n, or n / K when shared; without `count.completions`, n = T). Less rollout
-    compute than 2·N per such position is impossible."""
-    from ..errors import RaceError
+    compute than 2·N per such position is impossible. A policy priced by the traced path is
+    repriced exactly by PHYS-001 instead: the trace derives no active-parameter count (a traced
+    mixture of experts would be held to all its experts), and its non-embedding count holds tables
+    no token multiplies through (position and per-layer input embeddings)."""
     from ..accounting import ENGINES
-    from ..accounting.modelspec import ModelSpec
+    from ..accounting.stored import is_traced
 
+    if is_traced(ctx.doc["policy"]["spec"]):
+        return
     n = ctx.doc["policy"]["params_non_embedding"]
-    try:
-        n -= ModelSpec.from_dict(ctx.doc["policy"]["spec"]).params_idle
-    except (RaceError, TypeError):
-        pass  # PHYS-006 reports unreadable specs
+    read = ctx.models.get("$.policy")
+    if read is not None and read.spec is not None:      # PHYS-006 reports unreadable specs
+        n -= getattr(read.spec, "params_idle", 0)       # the routed experts a token does not run
     gen = ctx.doc["totals"]["tokens"]["rollout_completion"]
     positions, how = gen, f"{gen:,} generated tokens"
     acc, grpo = ctx.doc.get("accounting"), ctx.doc.get("grpo")
@@ -200,7 +292,7 @@ def adapter_pricing(ctx) -> Iterable[Issue]:
     """A LoRA update computes weight gradients only for the adapter matrices, so it costs
     about 2/3 of a full fine-tuning update (no frozen-weight gradients). An update that
     matches the other adapter type's price (e.g. the 6·N·T rule applied to a LoRA run, as
-    verl does) is mispriced."""
+    verl does) is mispriced. (A traced policy's update is not priced twice: PHYS-001 refuses it.)"""
     if not _swapped_adapter(ctx):
         return
     r, a = ctx.recompute, ctx.doc["adapter"]
@@ -246,58 +338,64 @@ def rule_reward_cost(ctx) -> Iterable[Issue]:
                     "rule rewards are 0 FLOPs; if a model scores completions, set reward.kind and reward.model")
 
 
-def _model_sections(doc):
-    yield "$.policy", doc["policy"]
-    if isinstance(doc["reward"].get("model"), dict):
-        yield "$.reward.model", doc["reward"]["model"]
-    for i, ev in enumerate(doc.get("evaluations") or ()):
-        if isinstance(ev.get("judge"), dict):
-            yield f"$.evaluations[{i}].judge", ev["judge"]
-
-
 @rule("PHYS-006", title="parameter counts disagree with the model spec",
       requires=("policy", "reward", "evaluations"))
 def param_counts(ctx) -> Iterable[Issue]:
     """`params_total` and `params_non_embedding` (and `params_active`, where given) of the
     policy, the reward model and any judge must equal the counts implied by their `spec` (exact,
-    as the real model has them)."""
-    from ..errors import RaceError
-    from ..accounting.modelspec import ModelSpec
-
-    for where, m in _model_sections(ctx.doc):
-        try:
-            spec = ModelSpec.from_dict(m["spec"])
-        except (RaceError, TypeError) as e:
-            yield Issue(f"{where}.spec", f"model spec cannot be read: {e}", "use suite.accounting.modelspec.ModelSpec.to_dict()")
+    as the real model has them). A traced spec's counts are those of the model transformers builds
+    from its config (counted on the meta device); the traced path derives no active parameters,
+    so a traced block carries no `params_active`."""
+    for where, read in ctx.models.items():
+        m, spec = read.entry, read.spec
+        if spec is None:
+            if not read.unverifiable:   # PHYS-010 reports a traced spec that cannot be traced here
+                yield Issue(f"{where}.spec", read.problem or "model spec cannot be read", read.hint)
             continue
         for key in ("params_total", "params_non_embedding", "params_active"):
-            want = getattr(spec, key)
+            want = getattr(spec, key) if key != "params_active" or spec.is_moe else None
             if key in m and m[key] != want:
-                yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {want:,}",
-                            "copy the counts from `race flops --json` or suite.accounting.modelspec")
+                has = f"{want:,}" if want is not None else "none (the traced path derives no active parameters)"
+                yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {has}",
+                            "copy the counts from `race flops --json` (the report's model block)")
 
 
 @rule("PHYS-007", title="model spec differs from the catalog model it names",
       requires=("policy", "reward", "evaluations"))
 def catalog_identity(ctx) -> Iterable[Issue]:
-    """A model whose `name` is a catalog name (e.g. Qwen2.5-1.5B-Instruct) must carry that
-    model's spec: a 7B spec under a 1.5B name (or the reverse) makes every FLOP count wrong."""
+    """A model whose `name` is a catalog name (e.g. Qwen2.5-1.5B-Instruct, GLM-4.5-Air) must carry
+    that model's spec: a 7B spec under a 1.5B name (or the reverse) makes every FLOP count wrong.
+    A recipe catalog model carries its recipe spec; a traced catalog model
+    (suite/accounting/catalog/traced) carries the catalog's config, key for key (ids, dtypes and
+    versions aside), so a config with its widths shrunk under a real model's name is refused even
+    when its counts and FLOPs were edited to match it. Read without torch too."""
+    from ..accounting.stored import config_differences, is_traced, traced_catalog_config
     from ..errors import RaceError
-    from ..accounting.modelspec import ModelSpec
 
     for where, m in _model_sections(ctx.doc):
         try:
             cat = catalog_spec(m["name"])       # a catalog name, never a path
-            if cat is None:
-                continue
-            spec = ModelSpec.from_dict(m["spec"])
-        except (RaceError, TypeError):
-            continue  # PHYS-006 reports unreadable specs
-        diff = [f"{k} {getattr(spec, k)!r} vs {getattr(cat, k)!r}" for k in _SPEC_FIELDS
-                if getattr(spec, k) != getattr(cat, k)]
+            traced_cat = traced_catalog_config(m["name"]) if cat is None else None
+        except RaceError:
+            continue
+        d = m["spec"]
+        if cat is None and traced_cat is None:
+            continue
+        fix = f"carry the catalog's spec (race flops --model {m['name']} --json), or rename the model"
+        if traced_cat is not None:
+            diff = ["a recipe spec for a model priced by the traced path"] if not is_traced(d) else \
+                config_differences(d["config"], traced_cat)
+        elif is_traced(d):
+            diff = ["a traced spec for a model with an analytic recipe"]
+        else:
+            read = ctx.models.get(where)
+            if read is None or read.spec is None:
+                continue  # PHYS-006 reports unreadable specs
+            spec = read.spec
+            diff = [f"{k} {getattr(spec, k)!r} vs {getattr(cat, k)!r}" for k in _SPEC_FIELDS
+                    if getattr(spec, k) != getattr(cat, k)]
         if diff:
-            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}: {', '.join(diff)}",
-                        "use the catalog spec (race flops --model NAME --json), or rename the model")
+            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}: {', '.join(diff)}", fix)
 
 
 _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
@@ -312,21 +410,33 @@ _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_
 @rule("PHYS-008", title="trainable parameters disagree with the adapter", requires=("policy", "adapter"))
 def trainable_params(ctx) -> Iterable[Issue]:
     """Full fine-tuning trains every parameter; a LoRA of rank r on a Linear(in, out) adds
-    r·(in + out) per adapted module per layer. `adapter.trainable_params` must match."""
-    from ..errors import RaceError
-    from ..accounting.modelspec import ModelSpec
-
-    try:
-        spec = ModelSpec.from_dict(ctx.doc["policy"]["spec"])
-    except (RaceError, TypeError):
+    r·(in + out) per adapted module per layer (a traced policy: what peft adapts on the real
+    model). `adapter.trainable_params` must match."""
+    read = ctx.models.get("$.policy")
+    if read is None or read.spec is None:
         return
-    want = expected_trainable(spec, ctx.doc["adapter"])
+    want = expected_trainable(read.spec, ctx.doc["adapter"])
     got = ctx.doc["adapter"]["trainable_params"]
     if want is not None and got != want:
         a = ctx.doc["adapter"]
         how = "all parameters" if a["type"] == "full" else f"rank {a['rank']} on {', '.join(a['targets'])}"
         yield Issue("$.adapter.trainable_params", f"trainable_params {got:,} but {how} gives {want:,}",
                     "LoRA: r·(in + out) per adapted Linear per layer; full fine-tuning: params_total")
+
+
+@rule("PHYS-010", title="a traced model cannot be re-priced here", requires=("policy", "reward", "evaluations"))
+def traced_unverifiable(ctx) -> Iterable[Issue]:
+    """A model with no analytic recipe is carried as its Hugging Face config (`spec.priced_by:
+    traced`, report 1.3) and re-priced by tracing its modeling code (suite.accounting.traced),
+    which needs torch and transformers. Where they are not installed (`pip install race-suite`,
+    the light core), the report's FLOPs, parameter counts and trainable parameters cannot be
+    checked against its model: taken on trust, a consistently edited report would pass, so the
+    report is refused until it is validated where the train extra is installed. A report may
+    also carry at most limits.MAX_TRACED_MODELS distinct traced configs (each costs a trace);
+    the ones beyond are not traced, and refused here."""
+    for where, read in ctx.models.items():
+        if read.unverifiable:
+            yield Issue(f"{where}.spec", read.problem or "traced model not re-priced", read.hint)
 
 
 def expected_trainable(spec, adapter: dict) -> int | None:

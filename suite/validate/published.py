@@ -23,17 +23,16 @@ def pretraining_share(ctx) -> Iterable[Issue]:
     own total: the pretraining FLOPs, post-training / pretraining and the EU one-third threshold
     and verdict must agree. An inflated pretraining figure would hide a modification that
     crosses one third of the original compute."""
-    from ..accounting.modelspec import ModelSpec
+    from dataclasses import replace
+
     from ..accounting.pretraining import share_of_pretraining
 
     doc, sec = ctx.doc, ctx.doc["pretraining"]
     total = doc["totals"]["flops"]["total"]
-    from ..errors import RaceError
-
-    try:
-        spec = ModelSpec.from_dict({**doc["policy"]["spec"], "name": doc["policy"]["name"]})
-    except (RaceError, TypeError):
-        return  # PHYS-006 reports an unreadable spec
+    read = ctx.models.get("$.policy")
+    if read is None or read.spec is None:
+        return  # PHYS-006 reports an unreadable spec (PHYS-010 one that cannot be traced here)
+    spec = replace(read.spec, name=doc["policy"]["name"])      # the facts are looked up by the model's name
     want = share_of_pretraining(total, spec)
     if sec["flops"] != want["flops"] or sec["method"] != want["method"]:
         yield Issue("$.pretraining.flops", f"pretraining {sec['flops']} ({sec['method']}) for {spec.name}; the "

@@ -69,7 +69,8 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                    help="tokens the reward model scores per completion (default: P + C)")
     p.add_argument("--engine", default="trl", metavar="PROFILE",
                    help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA, transformers generate), "
-                        "trl-vllm (TRL with vLLM generation: prefix caching, no padding), trl-cpu, generic "
+                        "trl-vllm (TRL with vLLM generation: prefix caching, no padding, the old-policy forward of its "
+                        "importance-sampling correction; trl-vllm-no-is without it), trl-cpu, generic "
                         "(useful work only), verl (default: trl)")
     p.add_argument("--attention", default="causal", choices=("causal", "full"),
                    help="attention FLOP convention: causal counts the lower triangle, full the whole square (default: causal)")

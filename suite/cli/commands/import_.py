@@ -28,9 +28,11 @@ def configure(p):
                                                      "which logged keys give tokens, steps and phase seconds")
     p.add_argument("--engine-version", help="engine version written into the report "
                                             "(default: verl 0.9.1; TRL: the installed trl)")
-    p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-cpu", "generic"],
+    p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-vllm-no-is", "trl-cpu", "generic"],
                    help="TRL only: accounting profile of the run (trl: CUDA with Triton, the default; trl-vllm: "
-                        "use_vllm, vLLM generation with prefix caching; trl-cpu: no Triton; generic: useful work only)")
+                        "use_vllm, vLLM generation with prefix caching and the old-policy forward of TRL's default "
+                        "importance-sampling correction; trl-vllm-no-is: the same with "
+                        "vllm_importance_sampling_correction=False; trl-cpu: no Triton; generic: useful work only)")
     p.add_argument("--peak-tflops", type=float, default=989.0,
                    help="verl only: device peak in TFLOP/s used to turn perf/mfu/actor into FLOPs "
                         "(default 989: H100/H200 dense bf16, verl's own table)")
