@@ -57,6 +57,85 @@ def last_stage(ctx) -> Iterable[Issue]:
             yield Issue(f"$.grpo.{k}", f"grpo.{k} = {g.get(k)!r} but the last stage has {v!r}", _STAGE_HINT)
 
 
+@rule("ST-004", title="a stage is not its own setup priced", requires=("stages", "totals", "grpo", "accounting",
+                                                                         "policy", "adapter", "reward"))
+def stage_priced(ctx) -> Iterable[Issue]:
+    """Each stage is its own estimate: its work is `steps` x work_from_means(its means, the
+    report's settings with the stage's K, prompts per step, cap and mu), exactly as `race report
+    --estimate` priced it (kept share, environment tokens, turns and reward tokens from the
+    stage's means; turns default to `rollouts.multi_turn.turns`), its `tokens` are that work's
+    and its `flops` that work priced per phase; `totals.work` is the sum of the stages' work,
+    key by key, and the provenance means the step-weighted means of the stages'. With ST-001
+    and PHYS-001, a staged report's FLOPs follow from its stage rows alone: editing a stage's
+    steps, means, K, cap or mu -- or its FLOPs and the totals with them -- without pricing the
+    stage again is refused. Exact."""
+    from dataclasses import replace
+
+    from ..accounting import PHASES, add_work, tokens_from_work
+    from .equations import priced_means, settings_of
+    from .physics import _inputs, _priced
+
+    doc = ctx.doc
+    try:
+        base, args = settings_of(doc), _inputs(doc)
+    except Exception:       # noqa: BLE001 -- SCHEMA and PHYS-006 name an unreadable setting or spec
+        return
+    mt = (doc.get("rollouts") or {}).get("multi_turn") or {}
+    works = []
+    for i, x in enumerate(doc["stages"]):
+        g = x["grpo"]
+        settings = replace(base, group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
+                           max_completion_tokens=g["max_completion_tokens"], num_iterations=g["num_iterations"])
+        m = dict(x["means"])
+        if m.get("environment_tokens") and "turns" not in m:
+            m["turns"] = mt.get("turns", 1)
+        one = priced_means(doc, m, settings, where=f"$.stages[{i}].means")
+        if not isinstance(one, dict):
+            if one is not None:
+                yield one
+            return
+        work = {k: v * x["steps"] for k, v in one.items()}
+        works.append(work)
+        name = x["name"]
+        if "tokens" in x and tokens_from_work(work) != x["tokens"]:
+            yield Issue(f"$.stages[{i}].tokens", f"stage {name}: tokens {x['tokens']} but {x['steps']:,} steps of its "
+                        f"means give {tokens_from_work(work)}", _STAGE_HINT)
+        flops = _priced(work, (*args[:2], settings, *args[3:]))
+        bad = [ph for ph in PHASES if int(flops[ph]) != x["flops"][ph]]
+        if bad:
+            ph = bad[0]
+            yield Issue(f"$.stages[{i}].flops.{ph}", f"stage {name}: {ph} FLOPs {x['flops'][ph]:,} but {x['steps']:,} "
+                        f"steps of its setup (K {g['group_size']}, prompts {g['prompts_per_step']}, cap "
+                        f"{g['max_completion_tokens']:,}, mu {g['num_iterations']}, mean completion "
+                        f"{m['completion_tokens']:g}) cost {int(flops[ph]):,}", _STAGE_HINT)
+    want, work = add_work(*works), doc["totals"]["work"]
+    bad = [k for k in sorted(set(want) | set(work)) if want.get(k, 0) != work.get(k, 0)]
+    if bad:
+        k, more = bad[0], f" (and {len(bad) - 1} more statistics)" if len(bad) > 1 else ""
+        yield Issue(f'$.totals.work["{k}"]', f"work {k} is {work.get(k, 0):,} but the stages' work sums to "
+                    f"{want.get(k, 0):,}{more}", _STAGE_HINT)
+    means = (doc.get("provenance") or {}).get("means")
+    steps = sum(x["steps"] for x in doc["stages"])
+    for key in ("prompt_tokens", "completion_tokens"):
+        avg = sum(x["steps"] * x["means"][key] for x in doc["stages"]) / steps
+        if isinstance(means, dict) and abs(means.get(key, 0) - avg) > 1e-9 * max(avg, 1):
+            yield Issue(f"$.provenance.means.{key}", f"mean {key} {means.get(key)!r} but the stages' step-weighted "
+                        f"mean is {avg:g}", _STAGE_HINT)
+
+
+@rule("ST-005", title="stages in a report that is not an estimate", requires=("stages",))
+def stages_estimated(ctx) -> Iterable[Issue]:
+    """Stages are priced from their means: a staged report is an estimate (`provenance.method`
+    estimated). A measured or imported run's ledger carries every step with its own settings
+    and lengths, and the work equations (WORK-001..006) hold its totals to one set of settings;
+    stage rows beside it would be a second, unchecked account of the same run."""
+    method = (ctx.doc.get("provenance") or {}).get("method")
+    if method != "estimated":
+        yield Issue("$.stages", f"a {method or 'measured'} report with stages: a staged report is an estimate, each "
+                    "stage priced from its means", "rebuild it with race report --estimate (stages:), or drop the "
+                    "stages of a ledger-backed report")
+
+
 @rule("RO-001", title="rollouts do not match the work they summarise", requires=("rollouts", "totals"))
 def rollouts_match_work(ctx) -> Iterable[Issue]:
     """`rollouts.generated` must be `totals.work["count.completions"]`, `rollouts.discarded` its
