@@ -447,6 +447,22 @@ def _rebuild(doc: dict, folder: Path, recs: list[dict]) -> None:
     if doc.get("pretraining"):
         doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"],
                                                   ModelSpec.from_dict(doc["policy"]["spec"]))
+    _rollouts_follow(doc)
+
+
+def _rollouts_follow(doc: dict) -> None:
+    """The rollouts section (report 1.2) rebuilt from the totals, as race report writes it."""
+    ro = doc.get("rollouts")
+    if ro is None:
+        return
+    w = doc["totals"]["work"]
+    gen, disc, env = w.get("count.completions", 0), w.get("count.discarded", 0), w.get("count.rollout_env", 0)
+    ro.update(generated=gen, trained=gen - disc, discarded=disc, discarded_share=disc / gen if gen else 0.0,
+              discarded_rollout_flops=round(doc["totals"]["flops"]["rollout"] * disc / gen) if gen else 0)
+    if env:
+        ro["multi_turn"] = {"turns": 1.0, **ro.get("multi_turn", {}), "environment_tokens": env}
+    else:
+        ro.pop("multi_turn", None)
 
 
 def _reprice_totals(doc: dict) -> None:
@@ -456,6 +472,7 @@ def _reprice_totals(doc: dict) -> None:
     t = doc["totals"]
     t["flops"] = {**t["flops"], **_priced(t["work"], _inputs(doc))}
     _retotal(doc)
+    _rollouts_follow(doc)
 
 
 def _scale(pred, f):
@@ -670,9 +687,10 @@ FORGERIES = {
 }
 
 
-def forge(method: str, doc: dict, src: Path | None, name: str, seed: int) -> tuple[dict, Path | None]:
-    """A consistent forgery `name` of a pool report: (forged report, folder holding its forged
-    ledger or None). The caller removes the folder."""
+def forge(method: str, doc: dict, src: Path | None, name: str, seed: int, table: dict | None = None
+          ) -> tuple[dict, Path | None]:
+    """A consistent forgery `name` (of `table`, default FORGERIES) of a pool report: (forged
+    report, folder holding its forged ledger or None). The caller removes the folder."""
     import shutil
 
     rng = _random.Random(seed)
@@ -681,10 +699,10 @@ def forge(method: str, doc: dict, src: Path | None, name: str, seed: int) -> tup
     if src is not None:
         folder = Path(tempfile.mkdtemp(prefix="race-forge-"))
         shutil.copy(src / "ledger.jsonl", folder / "ledger.jsonl")
-    FORGERIES[name][2](doc, folder, rng)
+    (table or FORGERIES)[name][2](doc, folder, rng)
     return json.loads(json.dumps(doc)), folder
 
 
-def applicable_forgeries(method: str, doc: dict) -> list[str]:
-    """The forgeries that apply to a report of this provenance."""
-    return [n for n, (methods, ok, _) in FORGERIES.items() if method in methods and ok(doc)]
+def applicable_forgeries(method: str, doc: dict, table: dict | None = None) -> list[str]:
+    """The forgeries (of `table`, default FORGERIES) that apply to a report of this provenance."""
+    return [n for n, (methods, ok, _) in (table or FORGERIES).items() if method in methods and ok(doc)]

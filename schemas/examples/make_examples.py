@@ -369,7 +369,7 @@ def invalid_cases(valid: dict[str, dict]):
 
     # What real runs do: stages sum, discarded rollouts never trained, mini-batches not epochs.
     staged = valid["staged"]
-    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001", "ST-004"]
+    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001", "ST-004", "RO-002"]
 
     def stage_total(d):
         d["stages"][0]["flops"]["update"] += 10**15

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import __version__, jsonstrict
-from ..accounting import PHASES, TOKEN_KEYS
+from ..accounting import PHASES, TOKEN_KEYS, reward_tokens_of
 from ..atomic import write_json_atomic
 from ..errors import RaceError
 from . import schemas
@@ -702,7 +702,7 @@ def build_estimate(run_spec: RunSpec, means: Means | None = None, *, created: st
     reward_tokens = None
     if spec.reward.model:
         reward_tokens = means.reward_tokens if means.reward_tokens is not None \
-            else means.prompt_tokens + means.completion_tokens + means.environment_tokens
+            else reward_tokens_of(means.prompt_tokens, means.completion_tokens + means.environment_tokens)
     # Everything a step was priced from (WORK-007 prices it again): what real runs do, when set.
     shape = {"environment_tokens": means.environment_tokens, "turns": means.turns} if means.environment_tokens else {}
     if means.kept_share is not None:
@@ -765,7 +765,7 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
             mrow["kept_share"] = m.kept_share
         if s.reward.model:      # what the stage's reward model scored (ST-004 prices the row again)
             mrow["reward_tokens"] = m.reward_tokens if m.reward_tokens is not None \
-                else m.prompt_tokens + m.completion_tokens + m.environment_tokens
+                else reward_tokens_of(m.prompt_tokens, m.completion_tokens + m.environment_tokens)
         row = {"name": name, "steps": s.steps,
                "grpo": {"group_size": g.group_size, "prompts_per_step": g.prompts_per_step,
                         "max_completion_tokens": g.max_completion_tokens, "num_iterations": g.num_iterations},

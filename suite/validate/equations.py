@@ -687,7 +687,7 @@ def priced_means(doc, means: dict, settings, where: str = "$.provenance.means"):
     kept share) under `settings` and the report's profile and specs: work_from_means, as
     `race report --estimate` prices it. An Issue when the means cannot be priced; None when the
     specs cannot be read (PHYS-006 and SCHEMA say why)."""
-    from ..accounting import work_from_means
+    from ..accounting import reward_tokens_of, work_from_means
     from ..accounting.modelspec import ModelSpec
     from ..errors import RaceError
 
@@ -698,7 +698,7 @@ def priced_means(doc, means: dict, settings, where: str = "$.provenance.means"):
         env = means.get("environment_tokens", 0)
         rtok = means.get("reward_tokens") if rspec is not None else None
         if rspec is not None and rtok is None:
-            rtok = means["prompt_tokens"] + means["completion_tokens"] + env
+            rtok = reward_tokens_of(means["prompt_tokens"], means["completion_tokens"] + env)   # as priced
         ks = means.get("kept_share")
         n = settings.group_size * settings.prompts_per_step
         return work_from_means(means["prompt_tokens"], means["completion_tokens"], settings,

@@ -168,22 +168,29 @@ def update_within_kept(ctx) -> Iterable[Issue]:
     """Discarded rollouts are never trained on: `totals.tokens.update` may not exceed
     num_iterations x (trained / generated) x (prompt tokens of every completion + policy tokens +
     environment tokens), where an engine profile that prefills one prompt per group (prefix
-    caching) counted each prompt once in `tokens.rollout_prompt` (times K then); 1% tolerance, as
+    caching) counted each prompt once in `tokens.rollout_prompt` (times K then) -- for a staged
+    run, the sum of that over its stages, each with its own mu, K and kept share (an estimate's
+    declared kept share stands for trained / generated, which rounds the discards of each batch
+    to whole completions); 1% tolerance, as
     the physics rules allow (the kept count of fractional means is rounded per step). A report that
-    discards 20% of its rollouts but charges the update for all of them fails here."""
-    from ..accounting import ENGINES
+    discards 20% of its rollouts but charges the update for all of them fails here. An estimate
+    keeps the same share of every batch; an imported ledger keeps a different count each step, of
+    rows of different lengths, so the totals bound nothing finer than mu x every row (SCHED-001)
+    and WORK-004 ties its update to each record's kept rows instead."""
+    from .schedule_rules import _profile, _segments
 
-    ro, t, g = ctx.doc["rollouts"], ctx.doc["totals"], ctx.doc["grpo"]
-    if not ro["generated"]:
+    ro, t = ctx.doc["rollouts"], ctx.doc["totals"]
+    prof = _profile(ctx.doc)
+    if not ro["generated"] or prof is None or (ctx.doc.get("provenance") or {}).get("method") != "estimated":
         return
-    prof = ENGINES.get(ctx.doc["accounting"].get("engine_profile"))
-    k = 1 if prof is not None and prof.prefill_per_completion else g["group_size"]
-    tok, env = t["tokens"], t["work"].get("count.rollout_env", 0)
-    held = k * tok["rollout_prompt"] + tok["rollout_completion"] + env
-    bound = g["num_iterations"] * ro["trained"] / ro["generated"] * held
-    if tok["update"] > bound * 1.01:     # 1%, as PHYS: kept counts of fractional means are rounded per step
-        yield Issue("$.totals.tokens.update", f"update tokens {tok['update']:,} exceed what the {ro['trained']:,} "
-                    f"kept of {ro['generated']:,} rollouts hold ({bound:,.0f} at mu = {g['num_iterations']})",
+    segs = _segments(ctx.doc, prof)
+    share = ro["trained"] / ro["generated"]
+    bound = sum(mu * (share if kept is None else kept) * rows for _, _, mu, _, rows, *_, kept, _ in segs)
+    if t["tokens"]["update"] > bound * 1.01:     # 1%, as PHYS: kept counts of fractional means are rounded per step
+        mus = sorted({s[2] for s in segs})
+        yield Issue("$.totals.tokens.update", f"update tokens {t['tokens']['update']:,} exceed what the "
+                    f"{ro['trained']:,} kept of {ro['generated']:,} rollouts hold ({bound:,.0f} at mu = "
+                    f"{'/'.join(map(str, mus))})",
                     "charge the update for the kept rollouts only; discarded ones are rollout compute")
 
 

@@ -19,7 +19,8 @@ def _profile(doc: dict):
 
 def _segments(doc: dict, prof) -> list[tuple]:
     """(path, K, mu, prompts per step, prompt + completion + environment tokens of every
-    generated row, update tokens, completions, kept share, environment tokens?) of the report, or of each
+    generated row, update tokens, completions, kept share (None: not declared), environment
+    tokens?) of the report, or of each
     stage of a staged one: the rollout's prompt count is per completion, or per group of K
     where the engine profile shares a prompt's prefill."""
     g, t = doc["grpo"], doc["totals"]
@@ -29,7 +30,7 @@ def _segments(doc: dict, prof) -> list[tuple]:
         k = 1 if prof.prefill_per_completion else int(g["group_size"])
         rows = k * t["tokens"]["rollout_prompt"] + t["tokens"]["rollout_completion"] + w.get("count.rollout_env", 0)
         return [("$.totals.tokens.update", int(g["group_size"]), int(g["num_iterations"]), g["prompts_per_step"], rows,
-                 t["tokens"]["update"], w.get("count.completions"), means.get("kept_share", 1.0),
+                 t["tokens"]["update"], w.get("count.completions"), means.get("kept_share"),
                  bool(w.get("count.rollout_env")))]
     out = []
     for i, x in enumerate(doc["stages"]):
@@ -80,7 +81,7 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
         if update > want + slack:
             yield Issue(path, f"update tokens {update:,} exceed mu x rollout tokens = {mu} x {rows:,} = {want:,} "
                         f"(mu {mu}{sched}): rows are charged {update / rows:.3g} training passes, at most {mu} run", hint)
-        elif prov.get("method") == "estimated" and abs(update - want * kept) > slack:
-            share = "" if kept == 1 else f" of the kept share {kept:g}"
+        elif prov.get("method") == "estimated" and abs(update - want * (kept or 1)) > slack:
+            share = "" if kept is None else f" of the kept share {kept:g}"
             yield Issue(path, f"update tokens {update:,} but an estimate trains every row{share} mu = {mu} times: "
-                        f"{round(want * kept):,}", "rebuild the estimate (race report --estimate)")
+                        f"{round(want * (kept or 1)):,}", "rebuild the estimate (race report --estimate)")
