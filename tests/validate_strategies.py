@@ -216,10 +216,26 @@ def _change_phase_consistently(doc, folder, delta):
     _retotal(doc)
 
 
-def _other_architecture(doc, delta):
+def _priced_apart(doc, spec) -> bool:
+    """The report's work priced for `spec` differs from its FLOPs by more than PHYS-001's 1 % in
+    some phase. A near twin (Qwen2.5-14B and Qwen3-14B: 0.27 % apart on the same tokens) is
+    within it, so a report renamed to it is a hand-filled report's rounding to PHYS-001 (and
+    PUB-001's pretraining share tells them apart), not the mutation PHYS-001 exists for."""
+    from suite.accounting import PHASES
+    from suite.validate.physics import _close, _inputs, _priced
+
+    try:
+        got = _priced(doc["totals"]["work"], (spec, *_inputs(doc)[1:]))
+    except RaceError:
+        return True         # its architecture needs statistics this work lacks: priced apart
+    return any(not _close(int(got[p]), doc["totals"]["flops"][p]) for p in PHASES)
+
+
+def _other_architecture(doc, delta, apart: bool = False):
     """Another catalog policy of a different architecture (a twin -- Qwen2.5-7B and
     DeepSeek-R1-Distill-Qwen-7B, or Qwen2.5-1.5B-Instruct and its untied distill -- has the same
-    shapes and costs, so swapping to it is no mutation of the compute)."""
+    shapes and costs, so swapping to it is no mutation of the compute); `apart`: one whose
+    price for this report's work is also more than 1 % away (_priced_apart)."""
     def arch(spec: dict) -> dict:   # tied or untied embeddings cost the same FLOPs (the head runs either way)
         return {k: v for k, v in spec.items() if k not in ("name", "tie_embeddings")}
 
@@ -232,7 +248,8 @@ def _other_architecture(doc, delta):
         except RaceError:   # gpt-oss has no gate_proj/up_proj: a LoRA on only those is no run
             return False
 
-    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))]
+    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))
+             and (not apart or _priced_apart(doc, _load(n)))]
     return load_spec(names[delta % len(names)])
 
 
@@ -243,7 +260,7 @@ def _swap_model(doc, folder, delta):
 
 
 def _swap_model_and_name(doc, folder, delta):
-    other = _other_architecture(doc, delta)
+    other = _other_architecture(doc, delta, apart=True)
     doc["policy"] = model_entry(other)
     doc["adapter"]["trainable_params"] = _objects(_spec_like(doc))[1].trainable_params(other)
 

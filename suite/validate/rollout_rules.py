@@ -58,7 +58,7 @@ def last_stage(ctx) -> Iterable[Issue]:
 
 
 @rule("ST-004", title="a stage is not its own setup priced", requires=("stages", "totals", "grpo", "accounting",
-                                                                         "policy", "adapter", "reward"))
+                                                                         "policy", "adapter", "reward", "provenance"))
 def stage_priced(ctx) -> Iterable[Issue]:
     """Each stage is its own estimate: its work is `steps` x work_from_means(its means, the
     report's settings with the stage's K, prompts per step, cap and mu), exactly as `race report
@@ -80,7 +80,8 @@ def stage_priced(ctx) -> Iterable[Issue]:
         base, args = settings_of(doc), _inputs(doc)
     except Exception:       # noqa: BLE001 -- SCHEMA and PHYS-006 name an unreadable setting or spec
         return
-    mt = (doc.get("rollouts") or {}).get("multi_turn") or {}
+    ro = doc.get("rollouts") if ctx.section_ok("rollouts") else {}
+    mt = ro.get("multi_turn") or {}
     works = []
     for i, x in enumerate(doc["stages"]):
         g = x["grpo"]
@@ -114,7 +115,7 @@ def stage_priced(ctx) -> Iterable[Issue]:
         k, more = bad[0], f" (and {len(bad) - 1} more statistics)" if len(bad) > 1 else ""
         yield Issue(f'$.totals.work["{k}"]', f"work {k} is {work.get(k, 0):,} but the stages' work sums to "
                     f"{want.get(k, 0):,}{more}", _STAGE_HINT)
-    means = (doc.get("provenance") or {}).get("means")
+    means = doc["provenance"].get("means")
     steps = sum(x["steps"] for x in doc["stages"])
     for key in ("prompt_tokens", "completion_tokens"):
         avg = sum(x["steps"] * x["means"][key] for x in doc["stages"]) / steps
@@ -123,13 +124,13 @@ def stage_priced(ctx) -> Iterable[Issue]:
                         f"mean is {avg:g}", _STAGE_HINT)
 
 
-@rule("ST-005", title="stages in a report that is not an estimate", requires=("stages",))
+@rule("ST-005", title="stages in a report that is not an estimate", requires=("stages", "provenance"))
 def stages_estimated(ctx) -> Iterable[Issue]:
     """Stages are priced from their means: a staged report is an estimate (`provenance.method`
     estimated). A measured or imported run's ledger carries every step with its own settings
     and lengths, and the work equations (WORK-001..006) hold its totals to one set of settings;
     stage rows beside it would be a second, unchecked account of the same run."""
-    method = (ctx.doc.get("provenance") or {}).get("method")
+    method = ctx.doc["provenance"]["method"]
     if method != "estimated":
         yield Issue("$.stages", f"a {method or 'measured'} report with stages: a staged report is an estimate, each "
                     "stage priced from its means", "rebuild it with race report --estimate (stages:), or drop the "
@@ -163,7 +164,8 @@ def rollouts_match_work(ctx) -> Iterable[Issue]:
                     f"the work has {env:,}", _RO_HINT)
 
 
-@rule("RO-002", title="the update trains more tokens than the kept rollouts hold", requires=("rollouts", "totals", "grpo", "accounting"))
+@rule("RO-002", title="the update trains more tokens than the kept rollouts hold",
+      requires=("rollouts", "totals", "grpo", "accounting", "provenance"))
 def update_within_kept(ctx) -> Iterable[Issue]:
     """Discarded rollouts are never trained on: `totals.tokens.update` may not exceed
     num_iterations x (trained / generated) x (prompt tokens of every completion + policy tokens +
@@ -181,7 +183,8 @@ def update_within_kept(ctx) -> Iterable[Issue]:
 
     ro, t = ctx.doc["rollouts"], ctx.doc["totals"]
     prof = _profile(ctx.doc)
-    if not ro["generated"] or prof is None or (ctx.doc.get("provenance") or {}).get("method") != "estimated":
+    if not ro["generated"] or prof is None or ctx.doc["provenance"]["method"] != "estimated" or \
+            ("stages" in ctx.doc and not ctx.section_ok("stages")):
         return
     segs = _segments(ctx.doc, prof)
     share = ro["trained"] / ro["generated"]

@@ -26,7 +26,8 @@ def _segments(doc: dict, prof) -> list[tuple]:
     g, t = doc["grpo"], doc["totals"]
     if "stages" not in doc:
         w = t["work"]
-        means = (doc.get("provenance") or {}).get("means") or {}
+        prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+        means = prov.get("means") if isinstance(prov.get("means"), dict) else {}
         k = 1 if prof.prefill_per_completion else int(g["group_size"])
         rows = k * t["tokens"]["rollout_prompt"] + t["tokens"]["rollout_completion"] + w.get("count.rollout_env", 0)
         return [("$.totals.tokens.update", int(g["group_size"]), int(g["num_iterations"]), g["prompts_per_step"], rows,
@@ -62,8 +63,8 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
     every optimizer step breaks this bound."""
     doc = ctx.doc
     prof = _profile(doc)
-    if prof is None:
-        return
+    if prof is None or ("stages" in doc and not ctx.section_ok("stages")):
+        return      # SCHEMA reports malformed stages
     g = doc["grpo"]
     sched = "".join(f", {k} {g[k]}" for k in ("steps_per_generation", "gradient_accumulation_steps") if k in g)
     hint = ("charge each optimizer step the slice of the generation batch it trained (TRL: "
