@@ -124,10 +124,12 @@ def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) 
     """Read a whole file, refusing it by its size on disk before reading when over max_bytes."""
     import stat
 
+    from .inputs import kind
+
     p = Path(path)
     st = p.stat()
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-        raise JSONInputError("type", "not a regular file (a device, socket or folder)", "pass a file")
+    if not stat.S_ISREG(st.st_mode):    # a FIFO would block in open(), a device never end
+        raise JSONInputError("type", f"not a regular file ({kind(st.st_mode)})", "pass a file")
     size = st.st_size
     if size > max_bytes:
         raise JSONInputError("size", f"file is {size:,} bytes, over the {max_bytes:,}-byte limit for one document",

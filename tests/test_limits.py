@@ -109,6 +109,59 @@ def test_fifo_in_a_folder_is_skipped(tmp_path):
     assert not _rules(findings)
 
 
+# A FIFO named at every argument of every command that reads a named file (suite.cli.main.INPUTS).
+FIFO = "f"
+FIFO_ARGS = [
+    ["validate", FIFO], ["validate", "-", FIFO], ["report", FIFO], ["report", "--estimate", FIFO],
+    ["report", "l.jsonl", "--spec", FIFO], ["report", "--estimate", "e.yaml", "--evaluations", FIFO],
+    ["submit", FIFO], ["import", "trl", FIFO, "--cell", "c.yaml", "--out", "o"],
+    ["import", "trl", "log", "--cell", FIFO, "--out", "o"],
+    ["import", "nemo-rl", "log", "--cell", "c.yaml", "--key-map", FIFO, "--out", "o"],
+    ["flops", "--config", FIFO], ["flops", "--model", FIFO], ["flops", "--model", "Qwen2.5-0.5B-Instruct", "--reward-model", FIFO],
+    ["plan", "--budget", "1e18", "--reward-model", FIFO], ["curves", FIFO], ["diagnose", FIFO], ["findings", FIFO],
+    ["frontier", FIFO], ["eval", FIFO], ["eval", "--base", FIFO], ["eval", "r", "--judge", FIFO],
+    ["eval", "r", "--model", FIFO], ["eval", "r", "--native-reward-model", FIFO], ["eval", "r", "--data-dir", FIFO],
+    ["export", "verl", FIFO], ["grid", FIFO], ["quickstart", "--grid", FIFO], ["run", FIFO], ["run", "c.yaml", "--resume", FIFO],
+    ["study", FIFO], ["study", "s.yaml", "--calibrate", FIFO], ["bench", "--baseline", FIFO], ["bench", "--compare", FIFO],
+    ["leaderboard", "build", "--submissions", FIFO, "--out", "site"],
+    ["leaderboard", "build", "--out", "site", "--findings", FIFO]]
+
+
+def test_a_fifo_named_on_the_command_line_is_refused(tmp_path, monkeypatch, capsys):
+    """Issue 29: `race validate x.json` with x.json a FIFO waited for a writer forever. Every
+    command refuses a FIFO named as an input in one line (and its hint), exit 2, at once; a FIFO
+    as --output is written in place (suite.outputs) and standard input stays allowed."""
+    from suite.cli.main import INPUTS
+
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(FIFO)
+    for argv in FIFO_ARGS:
+        with within(5.0):
+            code = race(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and f"input {FIFO} is a FIFO, not a regular file" in err, (argv, err)
+        assert len(err.strip().splitlines()) == 2, err      # the error and its hint
+    for command, dests in INPUTS.items():           # a case for each input argument of each command
+        assert len([a for a in FIFO_ARGS if a[0] == command]) >= len(dests), command
+    shutil.copy(REPORT, tmp_path / "r.json")
+    shutil.copy(LEDGER, tmp_path)
+    with open(tmp_path / "r.json") as stdin, within(5.0):
+        monkeypatch.setattr("sys.stdin", stdin)
+        assert race(["validate", "-"]) == 0
+
+
+def test_strict_readers_refuse_a_fifo(tmp_path):
+    """The readers every suite file goes through look before they open (an API caller too)."""
+    from suite import jsonstrict, yamlstrict
+
+    os.mkfifo(tmp_path / "f")
+    with within(5.0):
+        with pytest.raises(jsonstrict.JSONInputError, match="a FIFO"):
+            jsonstrict.load(tmp_path / "f")
+        with pytest.raises(RaceError, match="is a FIFO"):
+            yamlstrict.load(tmp_path / "f")
+
+
 BILLION_LAUGHS = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9))
 
 
