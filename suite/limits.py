@@ -27,11 +27,9 @@ CONFIG_FIELDS = {"num_hidden_layers": "num_layers", "num_attention_heads": "num_
 @lru_cache(maxsize=1)
 def model_spec_maxima() -> dict[str, int]:
     """model_spec field -> its schema maximum (schemas/report-v1.schema.json $defs/model_spec)."""
-    import json
+    from . import jsonstrict, paths
 
-    from . import paths
-
-    schema = json.loads((paths.schemas() / "report-v1.schema.json").read_text(encoding="utf-8"))
+    schema = jsonstrict.read(paths.schemas() / "report-v1.schema.json", hint="reinstall the suite")
     props = schema["$defs"]["model_spec"]["properties"]
     return {k: int(v["maximum"]) for k, v in props.items() if isinstance(v, dict) and "maximum" in v}
 

@@ -207,6 +207,47 @@ def test_duplicate_keys_refused_in_every_file_kind(tmp_path, capsys):
         assert "duplicate key" in err and repr(key) in err, err
 
 
+DUP = '{"a": 1, "b": 2, "a": 3}'
+
+
+def _readers(tmp_path):
+    """Every other JSON file the suite reads from disk, with a duplicate key: (reader, file)."""
+    from benchmarks.gate import load_baseline
+    from suite.analysis.evidence import read_samples
+    from suite.analysis.study import read_study_json
+    from suite.evaluate.harness import check_adapter
+    from suite.record.timing import read_timing
+    from suite.train.datasets import read_records
+    from suite.train.rewards import is_sequence_classifier
+
+    for name in ("timing.json", "study.json", "s.samples.jsonl", "d.jsonl", "d.json", "adapter_config.json",
+                 "config.json", "base.json"):
+        (tmp_path / name).write_text(DUP + "\n")
+    return [(lambda: read_timing(tmp_path), "timing.json"), (lambda: read_study_json(tmp_path), "study.json"),
+            (lambda: read_samples(tmp_path / "s.samples.jsonl", "run r"), "s.samples.jsonl"),
+            (lambda: read_records(tmp_path / "d.jsonl"), "d.jsonl"), (lambda: read_records(tmp_path / "d.json"), "d.json"),
+            (lambda: check_adapter(tmp_path, tmp_path), "adapter_config.json"),
+            (lambda: is_sequence_classifier(tmp_path), "config.json"), (lambda: load_baseline(tmp_path / "base.json"), "base.json")]
+
+
+def test_duplicate_keys_refused_in_every_json_the_suite_reads(tmp_path):
+    """Timing, study, per-sample evaluation logs, data sets, an adapter's or reward model's
+    config, a benchmark baseline (and the calibration file, tests/test_utilization.py): each used
+    plain json.loads, where the second value wins; now one error naming the file and the key.
+    The suite's own caches re-measure what they cannot read: a timing being measured again, the
+    site's validation cache (every submission validated again)."""
+    from suite.record.timing import read_timing
+    from suite.site.leaderboard import _read_cache
+
+    for read, name in _readers(tmp_path):
+        with pytest.raises(RaceError) as e:
+            read()
+        assert name in e.value.message and "duplicate key 'a'" in e.value.message, e.value.message
+    assert read_timing(tmp_path, remeasured=True) == {}
+    (tmp_path / "cache.json").write_text('{"fingerprint": "f", "findings": {}, "fingerprint": "f"}')
+    assert _read_cache(tmp_path / "cache.json", "f", key=b"k") == {}
+
+
 def test_the_shipped_study_has_no_anchor():
     from suite.analysis.study import load
 

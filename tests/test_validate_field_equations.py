@@ -256,7 +256,7 @@ def test_a_stage_may_not_change_what_its_row_does_not_record():
     another beta, which its row could not show."""
     from dataclasses import replace
 
-    from suite.record.report import Means, build_estimate
+    from suite.record.report import build_estimate
 
     cell = cell_from_dict({"name": "x", "policy": "Qwen2.5-0.5B-Instruct", "reward": "sparse", "lora_rank": 16,
                            "prompts_per_step": 4, "group_size": 8, "max_completion_tokens": 4096, "steps": 3,
