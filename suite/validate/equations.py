@@ -6,20 +6,23 @@ agree with themselves.
 
 Measured and imported reports (one rule per relation, WORK-001..006), with
 n = count.completions, P = count.rollout_prompt, C = count.rollout_completion,
-U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N generations:
+U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N generations,
+and what real runs do: D = count.discarded (generated, never trained), E = count.rollout_env
+(a multi-turn rollout's environment tokens, prefilled) over T policy turns:
 
 - WORK-001  n = N x G with G the generations the declared steps imply;
-- WORK-002  n <= C <= n x max_completion_tokens (the cap holds every completion);
-- WORK-003  rollout work against P, C and n (prefill and decode positions, logits, pairs);
-- WORK-004  update work against U = passes x trained tokens (L = P + C, or K x P + C when the
-            profile shares a prompt's prefill among its K completions);
+- WORK-002  n x T <= C, C + E <= n x max_completion_tokens (the cap holds every completion);
+- WORK-003  rollout work against P, C, E and n (prefill and decode positions, logits, pairs);
+- WORK-004  update work against U = passes x the kept rows' tokens (L = P + C + E, or
+            K x P + C + E when the profile shares a prompt's prefill among its K completions;
+            with discards, each ledger record's share kept);
 - WORK-005  old-policy and reference passes present iff mu and beta say so, each one pass;
 - WORK-006  reward-model work against the reward model and the tokens it scored.
 
-Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key.
-Staged runs, discarded completions and multi-turn rollouts (the `stages` and `rollouts`
-sections, count.* keys beyond suite.accounting's) are left to the rules of those sections.
-Every ledger-backed report (WORK-008): the engine profile is one of the engine's own.
+Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key, the
+means with their kept share, environment tokens and turns; a staged estimate stage by stage
+(ST-004 in rollout_rules). Every ledger-backed report (WORK-008): the engine profile is one of
+the engine's own. WORK-009: discards and environment tokens only where a run can make them.
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
 exact. An imported ledger prices per-step *means* and rounds each statistic once per generation

@@ -71,7 +71,7 @@ def stage_priced(ctx) -> Iterable[Issue]:
     stage again is refused. Exact."""
     from dataclasses import replace
 
-    from ..accounting import PHASES, add_work, tokens_from_work
+    from ..accounting import add_work, tokens_from_work
     from .equations import priced_means, settings_of
     from .physics import _inputs, _priced
 
