@@ -629,6 +629,16 @@ def _estimate_mean(key):
     return forge
 
 
+def _steps_as_float(doc, folder, rng):
+    """provenance.steps written 200.0 (JSON Schema's integer admits it), the update work scaled
+    and repriced: a rule that read only ints skipped its check."""
+    doc["provenance"]["steps"] = float(doc["provenance"]["steps"])
+    if folder is not None:
+        _work_edit(_is_update)(doc, folder, rng)
+    else:
+        _estimate_work(_is_update)(doc, folder, rng)
+
+
 def _mul(key, choices):
     return lambda doc, rng: doc["grpo"][key] * rng.choice(choices)
 
@@ -699,6 +709,7 @@ FORGERIES = {
     "estimate-work-scaled": (("estimated",), _always, _estimate_work(_is_flop_work)),
     "estimate-update-work-scaled": (("estimated",), _always, _estimate_work(_is_update)),
     "estimate-steps-edited": (("estimated",), _always, _estimate_steps),
+    "steps-as-float-work-scaled": (("imported", "estimated"), _always, _steps_as_float),
     "estimate-completion-mean-edited": (("estimated",), _always, _estimate_mean("completion_tokens")),
     "estimate-prompt-mean-edited": (("estimated",), _always, _estimate_mean("prompt_tokens")),
 }

@@ -37,6 +37,7 @@ import math
 from fractions import Fraction
 from typing import Iterable
 
+from ..numbers import json_count
 from .registry import Issue, rule
 
 _REQ = ("grpo", "accounting", "totals")
@@ -94,7 +95,8 @@ class System:
         self.U, self.R = get("count.update", 0), get("count.reward", 0)
         self.G = self.n // self.N if self.n is not None and self.N else 0
         prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
-        self.declared = prov.get("steps") if isinstance(prov.get("steps"), int) else self.steps
+        declared = json_count(prov.get("steps"))
+        self.declared = self.steps if declared is None else declared
         spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
         self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else 1)
         # Discarded completions (count.discarded: generated, never trained) and multi-turn
@@ -664,8 +666,8 @@ def estimate_work(ctx) -> Iterable[Issue]:
         return
     doc = ctx.doc
     prov = doc.get("provenance") or {}
-    means, steps = prov.get("means"), prov.get("steps")
-    if not isinstance(means, dict) or not isinstance(steps, int):
+    means, steps = prov.get("means"), json_count(prov.get("steps"))     # 200.0 is a count too
+    if not isinstance(means, dict) or steps is None:
         return  # SCHEMA: an estimate needs both
     one = priced_means(doc, means, settings_of(doc))
     if isinstance(one, Issue):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..accounting import PHASES
+from ..numbers import json_count
 from .registry import Issue, rule
 
 _STAGE_HINT = "rebuild the staged estimate (race report --estimate SPEC with `stages:`), or fix the stage rows"
@@ -85,8 +86,8 @@ def stage_priced(ctx) -> Iterable[Issue]:
     works = []
     for i, x in enumerate(doc["stages"]):
         g = x["grpo"]
-        settings = replace(base, group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
-                           max_completion_tokens=g["max_completion_tokens"], num_iterations=g["num_iterations"])
+        settings = replace(base, **{k: json_count(g[k]) for k in ("group_size", "prompts_per_step",
+                                                                   "max_completion_tokens", "num_iterations")})
         m = dict(x["means"])
         if m.get("environment_tokens") and "turns" not in m:
             m["turns"] = mt.get("turns", 1)
@@ -95,7 +96,7 @@ def stage_priced(ctx) -> Iterable[Issue]:
             if one is not None:
                 yield one
             return
-        work = {k: v * x["steps"] for k, v in one.items()}
+        work = {k: v * json_count(x["steps"]) for k, v in one.items()}     # 120.0 steps are 120
         works.append(work)
         name = x["name"]
         if "tokens" in x and tokens_from_work(work) != x["tokens"]:

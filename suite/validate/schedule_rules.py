@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..numbers import json_count
 from .registry import Issue, rule
 
 
@@ -37,12 +38,12 @@ def _segments(doc: dict, prof) -> list[tuple]:
     for i, x in enumerate(doc["stages"]):
         if "tokens" not in x:
             continue        # ST-004 prices the stage's work without them
-        sg, tok, m = x["grpo"], x["tokens"], x["means"]
-        K, n = sg["group_size"], sg["group_size"] * sg["prompts_per_step"]
+        sg, tok, m, steps = x["grpo"], x["tokens"], x["means"], json_count(x["steps"])
+        K, n = json_count(sg["group_size"]), json_count(sg["group_size"]) * json_count(sg["prompts_per_step"])
         k = 1 if prof.prefill_per_completion else K
-        env = x["steps"] * int(round(n * m.get("environment_tokens", 0)))
-        out.append((f"$.stages[{i}].tokens.update", K, sg["num_iterations"], sg["prompts_per_step"],
-                    k * tok["rollout_prompt"] + tok["rollout_completion"] + env, tok["update"], x["steps"] * n,
+        env = steps * int(round(n * m.get("environment_tokens", 0)))
+        out.append((f"$.stages[{i}].tokens.update", K, json_count(sg["num_iterations"]), json_count(sg["prompts_per_step"]),
+                    k * tok["rollout_prompt"] + tok["rollout_completion"] + env, tok["update"], steps * n,
                     m.get("kept_share", 1.0), bool(env)))
     return out
 
