@@ -18,6 +18,11 @@ def _profile(doc: dict):
     return ENGINES.get(doc["accounting"]["engine_profile"])   # None: PHYS-001 names an unknown profile
 
 
+def _share(x) -> float | None:
+    """A declared kept share, when it is one (SCHEMA reports anything else)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 else None
+
+
 def _segments(doc: dict, prof) -> list[tuple]:
     """(path, K, mu, prompts per step, prompt + completion + environment tokens of every
     generated row, update tokens, completions, kept share (None: not declared), environment
@@ -32,7 +37,7 @@ def _segments(doc: dict, prof) -> list[tuple]:
         k = 1 if prof.prefill_per_completion else int(g["group_size"])
         rows = k * t["tokens"]["rollout_prompt"] + t["tokens"]["rollout_completion"] + w.get("count.rollout_env", 0)
         return [("$.totals.tokens.update", int(g["group_size"]), int(g["num_iterations"]), g["prompts_per_step"], rows,
-                 t["tokens"]["update"], w.get("count.completions"), means.get("kept_share"),
+                 t["tokens"]["update"], w.get("count.completions"), _share(means.get("kept_share")),
                  bool(w.get("count.rollout_env")))]
     out = []
     for i, x in enumerate(doc["stages"]):
