@@ -515,7 +515,9 @@ def update_work(ctx) -> Iterable[Issue]:
     rows = uses * nk
     sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
     if not sy.padded:
-        out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)", sl))
+        # the same sum as count.update, rounded the same way: half a unit each per batch
+        out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)",
+                       sy.slack(2)))
         want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else U - rows
     else:
         out.append(_ge(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, padded)", sl))
@@ -634,12 +636,13 @@ def reward_work(ctx) -> Iterable[Issue]:
     if not model:
         return
     sl = sy.slack(2 * (sy.K + 1) + 1)
+    one = sy.slack(2)       # positions, heads and tokens scored round the same sum: half a unit each per batch
     seq = sy.L if sy.L else 0
-    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", sl)
+    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", one)
            if not sy.padded else
            _ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl))
     causal = w.get("reward.attn_causal", 0)
-    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
+    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", one),
               _le(_wp("count.reward"), sy.R, 2 * seq + TEMPLATE_TOKENS * sy.n,
                   f"tokens scored (at most twice each prompt + completion, and {TEMPLATE_TOKENS} of a template each)", sl),
               _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs",
