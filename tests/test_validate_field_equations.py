@@ -80,9 +80,9 @@ def test_the_update_trains_each_records_kept_rows(imported):
                for r in recs)
     assert sy.update_tokens() == ("eq", want)
     share = Fraction(doc["rollouts"]["trained"], doc["rollouts"]["generated"])
-    assert abs(share * sy.L - want) > 10 * sy.slack(sy.mu * (sy.K + 2) + 2)       # not the totals' share
-    slack = sy.slack(sy.mu * (sy.K + 2) + 2)
-    assert slack == -(-(1 * 6 + 2) * 4 // 2) + 1 == 17     # ceil((mu (K + 2) + 2) x G / 2) + 1, G = 4 batches
+    slack = sy.slack(sy.mu * (sy.k + 2) + 2)
+    assert abs(share * sy.L - want) > 10 * slack        # not the totals' share
+    assert slack == -(-(1 * 6 + 2) * 4 // 2) + 1 == 17     # ceil((mu (k + 2) + 2) x G / 2) + 1, k = K = 4, G = 4
     assert abs(doc["totals"]["work"]["count.update"] - want) <= slack
     for off, refused in ((slack, False), (-slack, False), (slack + 1, True), (-slack - 1, True)):
         assert (_eq("$", int(want) + off, int(want), "update", slack) is not None) == refused, off
@@ -193,15 +193,16 @@ def test_an_estimates_declared_shape_is_priced(edit):
 
 
 def test_sched001_estimate_kept_share_tolerance_at_both_edges():
-    """An estimate trains mu x its kept share x every row: within ceil((mu (K + 2) + 2) x
-    batches / 2) + 1 tokens (means rounded once per generation batch), and no more."""
+    """An estimate trains mu x its kept share x every row: within ceil((mu (k + 2) + 2) x
+    batches / 2) + 1 tokens (means rounded once per generation batch; k = 1, trl prefills every
+    completion), and no more."""
     import math
 
     doc = _estimate(kept_share=0.9, environment_tokens=120.5, turns=2)
     t = doc["totals"]
     rows = t["tokens"]["rollout_prompt"] + t["tokens"]["rollout_completion"] + t["work"]["count.rollout_env"]
     want = Fraction(rows) * Fraction(9, 10)
-    slack = -(-(1 * (3 + 2) + 2) * 7 // 2) + 1
+    slack = -(-(1 * (1 + 2) + 2) * 7 // 2) + 1
     assert abs(t["tokens"]["update"] - want) <= slack
     hi, lo = math.floor(want + slack), math.ceil(want - slack)
     for u, fires in ((hi, False), (lo, False), (hi + 1, True), (lo - 1, True)):

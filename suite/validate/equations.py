@@ -157,6 +157,13 @@ class System:
         """Prefills run: one per prompt (shared) or one per completion."""
         return self.n // self.K if self.shared else self.n
 
+    @property
+    def k(self) -> int:
+        """How often L counts a prompt's tokens: K where the prefill is shared (count.rollout_prompt
+        holds one prompt per group), else 1 (one per completion). The coefficient of P in the
+        tolerances."""
+        return self.K if self.shared else 1
+
     def seq_tokens(self, prompt: int, completion: int) -> int:
         """Tokens of the generated sequences (prompt + completion of each) from the counts."""
         return (self.K * prompt if self.shared else prompt) + completion
@@ -451,7 +458,7 @@ def rollout_work(ctx) -> Iterable[Issue]:
                              f"{led.generations:,} generating records have rollout pairs that are not n x tri(positions "
                              f"/ n): a padded rollout runs every row to the same length", HINT))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
-    psl = sy.slack(3 + Fraction(sy.K * P + Ct, max(n, 1)))   # a bound moves by ~the mean length per token rounded
+    psl = sy.slack(3 + Fraction(sy.seq_tokens(P, Ct), max(n, 1)))   # a bound moves by ~the mean length per token rounded
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
         lo, hi = pair_bounds(n, tok)
     else:               # prefill pairs per prompt + decode pairs (c - 1) p + tri(c - 1) per completion
@@ -494,8 +501,8 @@ def update_work(ctx) -> Iterable[Issue]:
     if sy is None or sy.n == 0:
         return
     w, mu, L, U = sy.w, sy.mu, sy.Lk, sy.U
-    # L reads P with coefficient K where the prefill is shared, and E once
-    sl = sy.slack(mu * (sy.K + 1 + (1 if sy.E else 0)) + 2)
+    # L reads P with coefficient k (K where the prefill is shared, else 1), C once and E once
+    sl = sy.slack(mu * (sy.k + 1 + (1 if sy.E else 0)) + 2)
     out = []
     kind, *want = sy.update_tokens()
     kept = " kept" if sy.D else ""
@@ -635,7 +642,7 @@ def reward_work(ctx) -> Iterable[Issue]:
         return
     if not model:
         return
-    sl = sy.slack(2 * (sy.K + 1) + 1)
+    sl = sy.slack(2 * (sy.k + 1 + (1 if sy.E else 0)) + 1)
     one = sy.slack(2)       # positions, heads and tokens scored round the same sum: half a unit each per batch
     seq = sy.L if sy.L else 0
     pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", one)

@@ -64,8 +64,9 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
     stopped mid-cycle, or one that discards completions, trains less. An estimate (every step
     priced from means) must equal mu x its kept share x those tokens; a staged one, stage by
     stage (each stage's own K and mu, its tokens and means). Imported and estimated work prices
-    means, rounded once per generation batch: within ceil((mu (K + 2) + 2) x batches / 2) + 1
-    tokens (mu (K + 1) without environment tokens). A ledger that charges a full-batch pass on
+    means, rounded once per generation batch: within ceil((mu (k + 1 + e) + 2) x batches / 2) + 1
+    tokens, k = K where the profile shares a prompt's prefill (else 1), e = 1 with environment
+    tokens (else 0). A ledger that charges a full-batch pass on
     every optimizer step breaks this bound."""
     doc = ctx.doc
     prof = _profile(doc)
@@ -84,7 +85,8 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
         if means and isinstance(n, int) and k * b:
             # means, rounded once per generation batch: the tolerance of WORK-004's update equation
             batches = max(n // (k * b), 1)
-            slack = -(-(mu * (k + 1 + env) + 2) * batches // 2) + 1
+            ke = 1 if prof.prefill_per_completion else k       # how often the rows count a prompt
+            slack = -(-(mu * (ke + 1 + env) + 2) * batches // 2) + 1
         if update > want + slack:
             yield Issue(path, f"update tokens {update:,} exceed mu x rollout tokens = {mu} x {rows:,} = {want:,} "
                         f"(mu {mu}{sched}): rows are charged {update / rows:.3g} training passes, at most {mu} run", hint)
