@@ -424,7 +424,7 @@ def rollout_work(ctx) -> Iterable[Issue]:
     Ct = C + E          # the completion side of every sequence: the policy's tokens and the environment's
     tok, lm = w.get("rollout.tokens", 0), w.get("rollout.lm_head", 0)
     pos = P + Ct - n
-    sl = sy.slack(3)
+    sl = sy.slack(3 + (1 if E else 0))      # positions, P, C (and E), each rounded once per batch
     out = []
     padded = sy.rollout_padded
     ne = sy.env_rows
@@ -434,14 +434,14 @@ def rollout_work(ctx) -> Iterable[Issue]:
         out += [_eq(_wp("rollout.tokens"), tok, pos, f"rollout positions (prefill P{env} + decode C - n)", sl),
                 _eq(_wp("rollout.lm_head"), lm, C, "rollout logits (one per generated token)", sl)]
         if "rollout.decode_tokens" in w:
-            out.append(_eq(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], decode,
-                           "decode steps (C - n)" if not E else "decode steps (C - n x T)", sl))
+            out.append(_eq(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], decode,   # reads C
+                           "decode steps (C - n)" if not E else "decode steps (C - n x T)", sy.slack(2)))
         if "rollout.prefill_tokens" in w:
             out.append(_eq(_wp("rollout.prefill_tokens"), w["rollout.prefill_tokens"], prefill,
                            "prefill tokens (P)" if not E else "prefill tokens (P + E + n x (T - 1))", sl))
         if "rollout.rows" in w:     # linear attention: one scan per prefill, one more per later turn
             out.append(_eq(_wp("rollout.rows"), w["rollout.rows"], sy.groups + ne * (sy.T - 1),
-                           "rollout sequence scans (one a prefill" + (", one a later turn)" if E else ")"), sl))
+                           "rollout sequence scans (one a prefill" + (", one a later turn)" if E else ")"), sy.slack(1)))
     else:
         out += [_ge(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n, padded)", sl),
                 _ge(_wp("rollout.lm_head"), lm, C, "rollout logits (n x the longest completion)", sl)]
