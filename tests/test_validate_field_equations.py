@@ -128,6 +128,11 @@ def test_latent_decode_follows_the_turns(tmp_path):
     assert validate_report(doc, base_dir=tmp_path) == []
     # nemo-rl prefills a prompt once for its K = 4 completions
     assert work["rollout.decode_tokens"] == 8 * 100 - 8 * 3 and work["rollout.prefill_tokens"] == 2 * 40 + 8 * (30 + 2)
+    # imported: within the rounding of the two counts it reads, ceil(2 x G / 2) + 1 = 2 (G = 1), no more
+    for off, fires in ((2, False), (-2, False), (3, True), (-3, True)):
+        bad = copy.deepcopy(doc)
+        bad["totals"]["work"]["rollout.decode_tokens"] += off
+        assert ("WORK-003" in _ids(validate_report(bad))) == fires, off
     doc["rollouts"]["multi_turn"]["turns"] = 4.0
     assert "WORK-003" in _ids(validate_report(doc, base_dir=tmp_path))
     doc["rollouts"]["multi_turn"]["turns"] = 1.0        # single-turn, yet environment tokens: decode disagrees
