@@ -30,7 +30,6 @@ baseline's, the moved row names them.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field, replace
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from suite.accounting.utilization import Ceiling, achieved, machine_kind, utilization  # noqa: F401 (machine_kind: the gate's API)
+from suite import jsonstrict
 from suite.errors import RaceError
 
 #: Libraries whose versions every benchmark records (a change names itself next to moved figures).
@@ -322,11 +322,11 @@ def load_baseline(path: str | os.PathLike, kind: str | None = None) -> dict:
     if not path.is_file():
         raise RaceError(f"no baseline for machine kind {kind}: {path} does not exist",
                         f"create it with: {update_command(kind, path)}")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+    try:        # strict: a duplicate key is refused (suite.jsonstrict), not guessed at
+        doc = jsonstrict.load(path)
         _benchmarks_of(doc)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
-        why = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+    except (OSError, ValueError) as e:
+        why = getattr(e, "message", None) or str(e)
         raise RaceError(f"baseline {path} is corrupt: {why}",
                         f"recreate it with: {update_command(kind, path)}") from None
     return doc
@@ -336,10 +336,10 @@ def load_run_json(path: str | os.PathLike) -> dict:
     """A pytest-benchmark JSON written by the reference suite (--benchmark-json)."""
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonstrict.load(path)
         _benchmarks_of(doc)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
-        why = e.msg if isinstance(e, json.JSONDecodeError) else getattr(e, "strerror", None) or str(e)
+    except (OSError, ValueError) as e:
+        why = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
         raise RaceError(f"benchmark results {path} are unreadable: {why}",
                         "write them with: pytest benchmarks/test_reference_cells.py --benchmark-json=FILE") from None
     return doc

@@ -11,7 +11,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 # A report is a few kilobytes; 64 MiB leaves room for huge hand-made ones and refuses a 2 GB file
 # before reading it. Ledgers are streamed line by line and have a per-line limit instead.
@@ -124,10 +124,12 @@ def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) 
     """Read a whole file, refusing it by its size on disk before reading when over max_bytes."""
     import stat
 
+    from .inputs import kind
+
     p = Path(path)
     st = p.stat()
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISDIR(st.st_mode):
-        raise JSONInputError("type", "not a regular file (a device, socket or folder)", "pass a file")
+    if not stat.S_ISREG(st.st_mode):    # a FIFO would block in open(), a device never end
+        raise JSONInputError("type", f"not a regular file ({kind(st.st_mode)})", "pass a file")
     size = st.st_size
     if size > max_bytes:
         raise JSONInputError("size", f"file is {size:,} bytes, over the {max_bytes:,}-byte limit for one document",
@@ -147,3 +149,38 @@ def read_bytes(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES) 
 def load(path: str | os.PathLike, *, max_bytes: int = MAX_DOCUMENT_BYTES, allow_nan: bool = False) -> Any:
     """read_bytes + loads."""
     return loads(read_bytes(path, max_bytes=max_bytes), allow_nan=allow_nan)
+
+
+def read(path: str | os.PathLike, *, hint: str | None = None, allow_nan: bool = False,
+         max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """`load` for a file the suite reads from disk: a document it refuses (not JSON, a duplicate
+    key, NaN unless `allow_nan`, too large or deep, not a regular file) or cannot read is one
+    RaceError naming the file (`hint`: how to get a good one)."""
+    from .errors import RaceError
+
+    try:
+        return load(path, max_bytes=max_bytes, allow_nan=allow_nan)
+    except JSONInputError as e:
+        raise RaceError(f"{path}: not valid JSON ({e.message})", hint or e.hint) from None
+    except OSError as e:
+        raise RaceError(f"cannot read {path}: {e.strerror or e}", hint) from None
+
+
+def read_lines(path: str | os.PathLike, *, hint: str | None = None, allow_nan: bool = True) -> Iterator[Any]:
+    """Each non-blank line of a JSON Lines file, parsed as `loads` does (streamed: no size limit
+    on the file); a line it refuses is one RaceError naming the file and the line. `allow_nan`:
+    logs and data sets other programs wrote may hold NaN; duplicate keys are refused all the same."""
+    from .errors import RaceError
+    from .inputs import regular
+
+    regular(path)
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                if raw.strip():
+                    yield loads(raw, allow_nan=allow_nan)
+    except JSONInputError as e:
+        raise RaceError(f"{path}: line {n}: not valid JSON ({e.message})", hint or e.hint) from None
+    except OSError as e:
+        raise RaceError(f"cannot read {path}: {e.strerror or e}", hint) from None

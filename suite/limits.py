@@ -27,11 +27,9 @@ CONFIG_FIELDS = {"num_hidden_layers": "num_layers", "num_attention_heads": "num_
 @lru_cache(maxsize=1)
 def model_spec_maxima() -> dict[str, int]:
     """model_spec field -> its schema maximum (schemas/report-v1.schema.json $defs/model_spec)."""
-    import json
+    from . import jsonstrict, paths
 
-    from . import paths
-
-    schema = json.loads((paths.schemas() / "report-v1.schema.json").read_text(encoding="utf-8"))
+    schema = jsonstrict.read(paths.schemas() / "report-v1.schema.json", hint="reinstall the suite")
     props = schema["$defs"]["model_spec"]["properties"]
     return {k: int(v["maximum"]) for k, v in props.items() if isinstance(v, dict) and "maximum" in v}
 
@@ -94,6 +92,22 @@ def check_model_spec(fields: dict, where: str) -> None:
                             "real models are far smaller; check the spec")
 
 
+_BOUNDS = ((list, "maxItems", "{:,} items"), (dict, "maxProperties", "{:,} fields"),
+           (str, "maxLength", "text of {:,} characters"))
+"""The size bound of each kind of value the walk meets, and how its size reads."""
+
+
+def _children(value, node: dict):
+    """(key, item, the item's sub-schema) of a list's or an object's items; none of a string."""
+    if isinstance(value, list):
+        items, prefix = node.get("items"), node.get("prefixItems") or []
+        return ((i, v, prefix[i] if i < len(prefix) else items) for i, v in enumerate(value))
+    if isinstance(value, dict):
+        props, extra = node.get("properties") or {}, node.get("additionalProperties")
+        return ((k, v, props.get(k, extra if isinstance(extra, dict) else None)) for k, v in value.items())
+    return ()
+
+
 def oversized(instance, schema: dict, *, limit: int = 5) -> list[tuple[list, str]]:
     """Where `instance` is over a size bound of `schema` (maxItems, maxProperties, maxLength):
     (path, message) pairs, at most `limit`. A cheap walk before the full schema check, which
@@ -112,30 +126,15 @@ def oversized(instance, schema: dict, *, limit: int = 5) -> list[tuple[list, str
             for part in ref[2:].split("/"):
                 target = target.get(part, {}) if isinstance(target, dict) else {}
             node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        if not isinstance(node, dict):
+        bound = next((b for b in _BOUNDS if isinstance(value, b[0])), None)
+        if not isinstance(node, dict) or bound is None:
             continue
-        if isinstance(value, list):
-            top = node.get("maxItems")
-            if isinstance(top, int) and len(value) > top:
-                found.append((path, f"{len(value):,} items, over the {top:,} the schema allows"))
-                continue
-            items, prefix = node.get("items"), node.get("prefixItems") or []
-            for i, v in enumerate(value):
-                sub = prefix[i] if i < len(prefix) else items
-                if isinstance(sub, dict) and isinstance(v, (list, dict, str)):
-                    stack.append((v, sub, path + [i]))
-        elif isinstance(value, dict):
-            top = node.get("maxProperties")
-            if isinstance(top, int) and len(value) > top:
-                found.append((path, f"{len(value):,} fields, over the {top:,} the schema allows"))
-                continue
-            props, extra = node.get("properties") or {}, node.get("additionalProperties")
-            for k, v in value.items():
-                sub = props.get(k, extra if isinstance(extra, dict) else None)
-                if isinstance(sub, dict) and isinstance(v, (list, dict, str)):
-                    stack.append((v, sub, path + [k]))
-        elif isinstance(value, str):
-            top = node.get("maxLength")
-            if isinstance(top, int) and len(value) > top:
-                found.append((path, f"text of {len(value):,} characters, over the {top:,} the schema allows"))
+        _, key, what = bound
+        top = node.get(key)
+        if isinstance(top, int) and len(value) > top:
+            found.append((path, f"{what.format(len(value))}, over the {top:,} the schema allows"))
+            continue
+        for k, v, sub in _children(value, node):
+            if isinstance(sub, dict) and isinstance(v, (list, dict, str)):
+                stack.append((v, sub, path + [k]))
     return found

@@ -28,4 +28,13 @@ def parse_number(value: Any, *, whole: bool = False) -> int | float:
     return x
 
 
-__all__ = ["parse_number"]
+def json_count(value: Any) -> int | None:
+    """A JSON document's whole number as JSON Schema's `integer` admits it (12 or 12.0) as an int;
+    None for anything else (booleans, strings, fractions): a rule that read only `int` would let
+    `"steps": 200.0` pass the schema and skip its check."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value) if isinstance(value, int) or (math.isfinite(value) and value.is_integer()) else None
+
+
+__all__ = ["parse_number", "json_count"]

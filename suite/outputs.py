@@ -18,20 +18,13 @@ from pathlib import Path
 from typing import Iterable
 
 from .errors import RaceError
+from .inputs import kind
 
 # Folders no suite output belongs in (nor under, for the pseudo file systems).
 SYSTEM = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
           "/sys", "/usr", "/var", "/srv", "/opt", "/home", "/root", "/mnt", "/media", "/snap", "/tmp",
           "/private", "/System", "/Library", "/Applications", "/Users", "/Volumes")
 PSEUDO = ("/proc", "/sys", "/dev")
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def in_place(path: str | os.PathLike) -> bool:
@@ -71,7 +64,7 @@ def output_file(path: str | os.PathLike, *, inputs: Iterable[str | os.PathLike] 
     except ValueError:
         raise RaceError(f"{what} {p!r} is not a usable file name", "choose another output file") from None
     if st is not None and not stat.S_ISREG(st.st_mode) and not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        raise RaceError(f"{what} {p} is {_kind(st.st_mode)}, not a file: it would be replaced",
+        raise RaceError(f"{what} {p} is {kind(st.st_mode)}, not a file: it would be replaced",
                         "give the name of a (new or existing) regular file")
     if (st is None or stat.S_ISREG(st.st_mode)) and any(_under(os.path.realpath(p), t) for t in PSEUDO):
         raise RaceError(f"{what} {p} is in {next(t for t in PSEUDO if _under(os.path.realpath(p), t))}: "

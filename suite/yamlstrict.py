@@ -69,7 +69,10 @@ def loads(text: str, where: str = "YAML") -> Any:
 
 def load(path: str | os.PathLike, where: str | None = None) -> Any:
     """Read and parse a YAML file strictly (see loads), refusing it by size before reading."""
+    from .inputs import regular
+
     p = Path(path)
+    regular(p, where or "YAML file")       # a FIFO would block in open()
     if p.stat().st_size > MAX_YAML_BYTES:
         raise YAMLInputError(f"{where or p} is over the {MAX_YAML_BYTES:,}-byte limit for a YAML file",
                              "cells, specs and studies are a few kilobytes")

@@ -62,10 +62,15 @@ def test_calibration_file_round_trip(tmp_path, monkeypatch):
     assert stored_ceiling(1).flops_per_second == 60e9 and stored_ceiling(2).flops_per_second == 90e9
     assert stored_ceiling(1, machine="python-64core-gpu") is None
     assert len(json.loads(path.read_text())["ceilings"]) == 2
-    path.write_text("{not json")
-    assert stored_ceiling(1) is None          # unreadable: no calibration, never a traceback
-    save_ceiling(one)                         # and a new calibration replaces it
-    assert stored_ceiling(1) == one
+    from suite.errors import RaceError
+
+    for damaged in ("{not json", '{"version": 1, "version": 2, "ceilings": []}'):
+        path.write_text(damaged)              # unreadable, or a duplicate key: one line naming the file
+        with pytest.raises(RaceError, match=f"{path.name}: not valid JSON") as e:
+            stored_ceiling(1)
+        assert "race bench --calibrate" in e.value.hint
+        save_ceiling(one)                     # which measures again and replaces it
+        assert stored_ceiling(1) == one
 
 
 def test_throughput_table_of_reports(tmp_path):

@@ -80,10 +80,28 @@ json_values = st.recursive(
     max_leaves=20)
 
 
+@lru_cache(maxsize=1)
+def field_reports() -> tuple:
+    """Reports of what real runs do: the staged, filtered, multi-turn example and a filtered
+    multi-turn single-stage estimate (their rules read sections the plain pool lacks)."""
+    from suite import paths
+    from suite.train.cell import cell_from_dict
+
+    staged = json.loads((paths.schemas() / "examples" / "valid" / "staged-filtered-multiturn-estimate.json").read_text())
+    est = cell_from_dict({"name": "f", "policy": "DeepSeek-V3-Base", "reward": "sparse", "lora_rank": 0,
+                          "prompts_per_step": 3, "group_size": 4, "max_completion_tokens": 512, "steps": 5,
+                          "mean_prompt_tokens": 50, "mean_completion_tokens": 200,
+                          "rollouts": {"kept_share": 0.75, "environment_tokens": 40, "turns": 3}},
+                         check_paths=False).estimate(created="2026-12-02T00:00:00Z").doc
+    return staged, est
+
+
 @st.composite
 def damaged_reports(draw):
-    """A valid report with one node anywhere replaced by arbitrary JSON (or deleted)."""
-    doc = json.loads(json.dumps(pool()[draw(st.integers(0, 23))][0]))
+    """A valid report (the pool's or one of what real runs do) with one node anywhere replaced
+    by arbitrary JSON (or deleted)."""
+    i = draw(st.integers(0, 25))
+    doc = json.loads(json.dumps(pool()[i][0] if i < 24 else field_reports()[i - 24]))
     node, parent, key = doc, None, None
     for _ in range(draw(st.integers(1, 5))):
         if isinstance(node, dict) and node:
@@ -114,3 +132,20 @@ def test_validator_never_crashes_on_damaged_reports(doc):
 def test_validator_never_crashes_on_arbitrary_json(doc):
     findings = validate_report(doc)
     assert findings and "INTERNAL-001" not in _ids(findings)
+
+
+def test_swap_model_and_name_never_picks_a_near_twin():
+    """The heavy lane's random seeds once picked a near twin: Qwen3-32B renamed Qwen2.5-32B (or
+    DeepSeek-R1-Distill-Qwen-32B) prices the same work 0.47 % apart, inside PHYS-001's 1 %, and
+    only PUB-001 (the pretraining share) told them apart. The mutation picks models priced apart."""
+    from validate_strategies import POLICIES
+
+    doc, src = next((d, s) for d, s in pool() if d["policy"]["name"] == "Qwen3-32B")
+    for delta in range(len(POLICIES)):
+        folder = Path(tempfile.mkdtemp(prefix="race-fuzz-"))
+        try:
+            shutil.copy(src / "ledger.jsonl", folder / "ledger.jsonl")
+            bad = mutate(doc, folder, "swap-model-and-name", delta)
+            assert "PHYS-001" in _ids(validate_report(bad, base_dir=folder)), bad["policy"]["name"]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)

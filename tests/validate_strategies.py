@@ -216,10 +216,26 @@ def _change_phase_consistently(doc, folder, delta):
     _retotal(doc)
 
 
-def _other_architecture(doc, delta):
+def _priced_apart(doc, spec) -> bool:
+    """The report's work priced for `spec` differs from its FLOPs by more than PHYS-001's 1 % in
+    some phase. A near twin (Qwen2.5-14B and Qwen3-14B: 0.27 % apart on the same tokens) is
+    within it, so a report renamed to it is a hand-filled report's rounding to PHYS-001 (and
+    PUB-001's pretraining share tells them apart), not the mutation PHYS-001 exists for."""
+    from suite.accounting import PHASES
+    from suite.validate.physics import _close, _inputs, _priced
+
+    try:
+        got = _priced(doc["totals"]["work"], (spec, *_inputs(doc)[1:]))
+    except RaceError:
+        return True         # its architecture needs statistics this work lacks: priced apart
+    return any(not _close(int(got[p]), doc["totals"]["flops"][p]) for p in PHASES)
+
+
+def _other_architecture(doc, delta, apart: bool = False):
     """Another catalog policy of a different architecture (a twin -- Qwen2.5-7B and
     DeepSeek-R1-Distill-Qwen-7B, or Qwen2.5-1.5B-Instruct and its untied distill -- has the same
-    shapes and costs, so swapping to it is no mutation of the compute)."""
+    shapes and costs, so swapping to it is no mutation of the compute); `apart`: one whose
+    price for this report's work is also more than 1 % away (_priced_apart)."""
     def arch(spec: dict) -> dict:   # tied or untied embeddings cost the same FLOPs (the head runs either way)
         return {k: v for k, v in spec.items() if k not in ("name", "tie_embeddings")}
 
@@ -232,7 +248,8 @@ def _other_architecture(doc, delta):
         except RaceError:   # gpt-oss has no gate_proj/up_proj: a LoRA on only those is no run
             return False
 
-    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))]
+    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))
+             and (not apart or _priced_apart(doc, _load(n)))]
     return load_spec(names[delta % len(names)])
 
 
@@ -243,7 +260,7 @@ def _swap_model(doc, folder, delta):
 
 
 def _swap_model_and_name(doc, folder, delta):
-    other = _other_architecture(doc, delta)
+    other = _other_architecture(doc, delta, apart=True)
     doc["policy"] = model_entry(other)
     doc["adapter"]["trainable_params"] = _objects(_spec_like(doc))[1].trainable_params(other)
 
@@ -447,6 +464,22 @@ def _rebuild(doc: dict, folder: Path, recs: list[dict]) -> None:
     if doc.get("pretraining"):
         doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"],
                                                   ModelSpec.from_dict(doc["policy"]["spec"]))
+    _rollouts_follow(doc)
+
+
+def _rollouts_follow(doc: dict) -> None:
+    """The rollouts section (report 1.2) rebuilt from the totals, as race report writes it."""
+    ro = doc.get("rollouts")
+    if ro is None:
+        return
+    w = doc["totals"]["work"]
+    gen, disc, env = w.get("count.completions", 0), w.get("count.discarded", 0), w.get("count.rollout_env", 0)
+    ro.update(generated=gen, trained=gen - disc, discarded=disc, discarded_share=disc / gen if gen else 0.0,
+              discarded_rollout_flops=round(doc["totals"]["flops"]["rollout"] * disc / gen) if gen else 0)
+    if env:
+        ro["multi_turn"] = {"turns": 1.0, **ro.get("multi_turn", {}), "environment_tokens": env}
+    else:
+        ro.pop("multi_turn", None)
 
 
 def _reprice_totals(doc: dict) -> None:
@@ -456,6 +489,7 @@ def _reprice_totals(doc: dict) -> None:
     t = doc["totals"]
     t["flops"] = {**t["flops"], **_priced(t["work"], _inputs(doc))}
     _retotal(doc)
+    _rollouts_follow(doc)
 
 
 def _scale(pred, f):
@@ -595,6 +629,16 @@ def _estimate_mean(key):
     return forge
 
 
+def _steps_as_float(doc, folder, rng):
+    """provenance.steps written 200.0 (JSON Schema's integer admits it), the update work scaled
+    and repriced: a rule that read only ints skipped its check."""
+    doc["provenance"]["steps"] = float(doc["provenance"]["steps"])
+    if folder is not None:
+        _work_edit(_is_update)(doc, folder, rng)
+    else:
+        _estimate_work(_is_update)(doc, folder, rng)
+
+
 def _mul(key, choices):
     return lambda doc, rng: doc["grpo"][key] * rng.choice(choices)
 
@@ -665,14 +709,16 @@ FORGERIES = {
     "estimate-work-scaled": (("estimated",), _always, _estimate_work(_is_flop_work)),
     "estimate-update-work-scaled": (("estimated",), _always, _estimate_work(_is_update)),
     "estimate-steps-edited": (("estimated",), _always, _estimate_steps),
+    "steps-as-float-work-scaled": (("imported", "estimated"), _always, _steps_as_float),
     "estimate-completion-mean-edited": (("estimated",), _always, _estimate_mean("completion_tokens")),
     "estimate-prompt-mean-edited": (("estimated",), _always, _estimate_mean("prompt_tokens")),
 }
 
 
-def forge(method: str, doc: dict, src: Path | None, name: str, seed: int) -> tuple[dict, Path | None]:
-    """A consistent forgery `name` of a pool report: (forged report, folder holding its forged
-    ledger or None). The caller removes the folder."""
+def forge(method: str, doc: dict, src: Path | None, name: str, seed: int, table: dict | None = None
+          ) -> tuple[dict, Path | None]:
+    """A consistent forgery `name` (of `table`, default FORGERIES) of a pool report: (forged
+    report, folder holding its forged ledger or None). The caller removes the folder."""
     import shutil
 
     rng = _random.Random(seed)
@@ -681,10 +727,10 @@ def forge(method: str, doc: dict, src: Path | None, name: str, seed: int) -> tup
     if src is not None:
         folder = Path(tempfile.mkdtemp(prefix="race-forge-"))
         shutil.copy(src / "ledger.jsonl", folder / "ledger.jsonl")
-    FORGERIES[name][2](doc, folder, rng)
+    (table or FORGERIES)[name][2](doc, folder, rng)
     return json.loads(json.dumps(doc)), folder
 
 
-def applicable_forgeries(method: str, doc: dict) -> list[str]:
-    """The forgeries that apply to a report of this provenance."""
-    return [n for n, (methods, ok, _) in FORGERIES.items() if method in methods and ok(doc)]
+def applicable_forgeries(method: str, doc: dict, table: dict | None = None) -> list[str]:
+    """The forgeries (of `table`, default FORGERIES) that apply to a report of this provenance."""
+    return [n for n, (methods, ok, _) in (table or FORGERIES).items() if method in methods and ok(doc)]

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from suite.train import arith
+from suite import jsonstrict
 from suite.atomic import atomic_path, write_text_atomic
 from suite.train.prm import STEP_TOKEN, SYSTEM_PROMPT
 
@@ -654,7 +655,7 @@ def build_prm(name: str, resume: bool = False) -> None:
     t0 = time.time()
     previous = None
     if resume:
-        previous = json.loads((models_dir() / name / "build.json").read_text())
+        previous = jsonstrict.read(models_dir() / name / "build.json", hint="rebuild it without --resume")
         model = PRM.load(models_dir() / name, device="cpu", dtype=torch.float32).model
         backbone_acc = previous["backbone_greedy_accuracy_heldout100"]
     else:

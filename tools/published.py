@@ -57,8 +57,7 @@ def build(submissions: Path = SUBMISSIONS, page: Path = PAGE, folder: Path = PUB
     """Rebuild the published reports (`built`, default: `reports(folder)`) into `submissions`
     (stale ones removed, other submissions untouched) and the generated block of `page`.
     Returns the stored file names."""
-    import json
-
+    from suite import jsonstrict
     from suite.atomic import write_block_atomic, write_json_atomic
     from suite.record.report import Report
     from suite.site.field import BEGIN, END, page as field_page
@@ -67,7 +66,7 @@ def build(submissions: Path = SUBMISSIONS, page: Path = PAGE, folder: Path = PUB
     built = reports(folder) if built is None else built
     for old in submissions.glob("*.json"):
         try:
-            doc = json.loads(old.read_text(encoding="utf-8"))
+            doc = jsonstrict.load(old)
         except (OSError, ValueError):
             continue
         if is_published(doc):

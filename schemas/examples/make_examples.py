@@ -369,12 +369,12 @@ def invalid_cases(valid: dict[str, dict]):
 
     # What real runs do: stages sum, discarded rollouts never trained, mini-batches not epochs.
     staged = valid["staged"]
-    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001"]
+    yield "stages-do-not-sum", mut(staged, lambda d: d["stages"].pop(0)), ["ST-001", "ST-004", "RO-002"]
 
     def stage_total(d):
         d["stages"][0]["flops"]["update"] += 10**15
         d["stages"][1]["flops"]["update"] -= 10**15
-    yield "stage-row-sum", mut(staged, stage_total), ["ST-002"]
+    yield "stage-row-sum", mut(staged, stage_total), ["ST-002", "ST-004"]
     yield "staged-grpo-not-last", mut(staged, setp(("grpo", "max_completion_tokens"), 2048)), ["ST-003"]
 
     def all_trained(d):             # the discarded fifth charged to the update after all
@@ -384,7 +384,7 @@ def invalid_cases(valid: dict[str, dict]):
     def update_tokens(d):           # work and tokens agree: every generated token trained after all
         d["totals"]["tokens"]["update"] = d["totals"]["work"]["count.update"] = \
             round(d["totals"]["tokens"]["update"] / 0.8)
-    yield "update-beyond-kept", mut(staged, update_tokens), ["RO-002"]
+    yield "update-beyond-kept", mut(staged, update_tokens), ["RO-002", "ST-004"]
     yield "discarded-flops", mut(staged, setp(("rollouts", "discarded_rollout_flops"),
                                              staged["totals"]["flops"]["rollout"] + 1)), ["RO-003"]
     yield "minibatch-as-epochs", mut(staged, setp(("rollouts", "updates", "passes_per_token"), 4)), ["RO-004"]

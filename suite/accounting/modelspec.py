@@ -807,12 +807,8 @@ def in_catalog(name: str) -> bool:
 def _read_json(path: Path) -> dict:
     from .. import jsonstrict
 
-    try:     # strict: no duplicate keys (readers disagree which wins), bounded size, depth and digits
-        return jsonstrict.load(path)
-    except jsonstrict.JSONInputError as e:
-        raise RaceError(f"{path}: not valid JSON ({e.message})", e.hint) from None
-    except OSError as e:
-        raise RaceError(f"{path}: cannot read ({e.strerror})") from None
+    # strict: no duplicate keys (readers disagree which wins), bounded size, depth and digits
+    return jsonstrict.read(path)
 
 
 def load_spec(name_or_path: str) -> ModelSpec:

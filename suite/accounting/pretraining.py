@@ -53,18 +53,16 @@ class Pretraining:
 @lru_cache(maxsize=1)
 def _entries() -> tuple[dict, ...]:
     """The facts file, checked against its schema (a broken shipped file is a bug, said in one line)."""
-    import json
-
     import jsonschema
     import yaml
 
-    from .. import paths
+    from .. import jsonstrict, paths
 
     try:
         from ..yamlstrict import loads
 
         doc = loads(FACTS.read_text(encoding="utf-8"), str(FACTS))
-        schema = json.loads((paths.schemas() / SCHEMA).read_text(encoding="utf-8"))
+        schema = jsonstrict.read(paths.schemas() / SCHEMA, hint="reinstall the suite")
     except (OSError, yaml.YAMLError) as e:
         raise RaceError(f"cannot read the pretraining facts {FACTS.name}: {e}", "reinstall the suite") from None
     err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))

@@ -15,7 +15,6 @@ benchmarks measure it in the same run as the cells), or an accelerator's declare
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -135,15 +134,22 @@ def calibration_path() -> Path:
     return Path(cache) / "race" / "calibration.json"
 
 
-def _read(path: Path) -> list[dict]:
+def _read(path: Path, *, remeasured: bool = False) -> list[dict]:
+    """The ceilings stored in the calibration file. One that is not strict JSON (a duplicate key)
+    is a RaceError naming it, except for `race bench --calibrate` (`remeasured`), which measures
+    again and rewrites it. Another version's file, or rows of another shape, hold no ceiling."""
+    from .. import jsonstrict
+
     if not path.is_file():
         return []
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        rows = doc["ceilings"] if doc.get("version") == CALIBRATION_VERSION else []
-        return [r for r in rows if isinstance(r, dict)]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []  # an unreadable calibration is no calibration: `race bench --calibrate` rewrites it
+        doc = jsonstrict.read(path, hint="measure the machine again: race bench --calibrate (it rewrites the file)")
+    except RaceError:
+        if remeasured:
+            return []
+        raise
+    rows = doc.get("ceilings") if isinstance(doc, dict) and doc.get("version") == CALIBRATION_VERSION else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def save_ceiling(ceiling: Ceiling, path: str | os.PathLike | None = None) -> Path:
@@ -152,7 +158,7 @@ def save_ceiling(ceiling: Ceiling, path: str | os.PathLike | None = None) -> Pat
     from ..atomic import write_json_atomic
 
     path = Path(path) if path else calibration_path()
-    keep = [r for r in _read(path) if (r.get("machine"), r.get("threads")) != (ceiling.machine, ceiling.threads)]
+    keep = [r for r in _read(path, remeasured=True) if (r.get("machine"), r.get("threads")) != (ceiling.machine, ceiling.threads)]
     rows = sorted([*keep, asdict(ceiling)], key=lambda r: (str(r.get("machine")), int(r.get("threads") or 0)))
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_json_atomic(path, {"version": CALIBRATION_VERSION, "ceilings": rows})

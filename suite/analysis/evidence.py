@@ -18,7 +18,6 @@ folder that can be committed and read back by this module exactly as the study f
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .. import jsonstrict
 from ..errors import RaceError
 from ..evaluate.harness import METRICS   # read from each sample line's `race` object
 from .frontier import Condition
@@ -123,15 +123,10 @@ class Run:
 
 def read_samples(path: Path, where: str) -> tuple[list[int], dict[str, list[float]]]:
     """(doc ids, metric -> scores) of one per-sample log, in doc_id order."""
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f, 1):
-                if line.strip():
-                    rows.append(json.loads(line))
-    except (OSError, ValueError) as e:
-        raise RaceError(f"{where}: cannot read its per-sample log ({e})",
-                        "re-evaluate the run (`race eval RUN_DIR`)") from None
+    try:        # lm-eval writes NaN for some scores; a duplicate key is refused, never guessed
+        rows = list(jsonstrict.read_lines(path, hint="re-evaluate the run (`race eval RUN_DIR`)"))
+    except RaceError as e:
+        raise RaceError(f"{where}: cannot read its per-sample log ({e.message})", e.hint) from None
     rows.sort(key=lambda r: r.get("doc_id", -1))
     ids = [r.get("doc_id") for r in rows]
     if any(not isinstance(i, int) for i in ids) or len(set(ids)) != len(ids):
@@ -253,12 +248,7 @@ def export(directory: str | os.PathLike, out: str | os.PathLike) -> list[Path]:
         written.append(write_text_atomic(dest / rel / "report.json", f.read_text(encoding="utf-8")))
         for log in sorted((folder / EVAL_DIR).rglob("*.samples.jsonl")):    # the end's and the curve points'
 
-            rows = []
-            with open(log, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        s = json.loads(line)
-                        rows.append({"doc_id": s["doc_id"], "race": {k: v for k, v in (s.get("race") or {}).items()
-                                                                     if k in METRICS}})
+            rows = [{"doc_id": s["doc_id"], "race": {k: v for k, v in (s.get("race") or {}).items() if k in METRICS}}
+                    for s in jsonstrict.read_lines(log, hint="re-evaluate the run (`race eval RUN_DIR`)")]
             written.append(write_jsonl_atomic(dest / rel / log.relative_to(folder), rows))
     return written

@@ -25,13 +25,13 @@ ran on, before it runs.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .. import jsonstrict
 from ..errors import RaceError
 from ..record import schemas
 from .findings import CLAIMS, Settings
@@ -367,10 +367,7 @@ def read_study_json(directory: str | os.PathLike) -> dict | None:
     p = Path(directory) / STUDY_FILE
     if not p.is_file():
         return None
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except ValueError:
-        raise RaceError(f"{p}: not valid JSON", "rerun the study command to rewrite it") from None
+    return jsonstrict.read(p, hint="rerun the study command to rewrite it")
 
 
 def findings_settings(doc: Mapping | None, **overrides) -> Settings:

@@ -54,12 +54,30 @@ OUT_FOLDERS = frozenset({"curves", "diagnose", "eval", "findings", "frontier", "
 its --out whole, checks it more strictly itself; schema's --out is a file)."""
 
 
+INPUTS = {
+    "bench": ("baseline", "compare"), "curves": ("runs",), "diagnose": ("directory",),
+    "eval": ("run_dir", "base", "judge", "model", "native_reward_model", "data_dir"), "export": ("cell",),
+    "findings": ("directory",), "flops": ("config", "model", "reward_model"), "frontier": ("directory",),
+    "grid": ("grid",), "import": ("log", "cell", "key_map"), "leaderboard": ("submissions", "findings"),
+    "plan": ("reward_model",), "quickstart": ("grid",), "report": ("ledger", "spec", "estimate", "evaluations"),
+    "run": ("cell", "resume"), "study": ("study", "calibrate"), "submit": ("report",), "validate": ("paths",),
+}
+"""The arguments of each command that name files or folders it reads (never blocked on: a FIFO,
+device or socket among them is refused before the command runs; tests/test_hostile.py names a
+FIFO at each)."""
+
+
 def _dispatch(args) -> int:
     """Run the command, once the data folders are found (a broken install is one error here, not
-    one per file later); an engine that is not installed names the extra that brings it."""
+    one per file later) and its named inputs are files or folders; an engine that is not
+    installed names the extra that brings it."""
+    from ..inputs import named
     from ..paths import check_data
 
     check_data()
+    for dest in INPUTS.get(args.command, ()):
+        v = getattr(args, dest, None)
+        named(v if isinstance(v, list) else [v], "input")
     out = getattr(args, "out", None)
     if args.command in OUT_FOLDERS and out is not None:     # never into /, a system folder or home
         from ..outputs import output_dir

@@ -20,7 +20,6 @@ the training budget. See docs/evaluation.md.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -28,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import jsonstrict
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
 from .targets import DEFAULT_TARGETS, OFFLINE_VARS, lm_eval_tasks_dir, result_name, target
@@ -45,7 +45,7 @@ def _base_weight_shapes(base: Path) -> dict[str, tuple[int, ...]]:
     from safetensors import safe_open
 
     index = base / "model.safetensors.index.json"
-    shards = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() else ["model.safetensors"]
+    shards = sorted(set(jsonstrict.read(index)["weight_map"].values())) if index.is_file() else ["model.safetensors"]
     shapes = {}
     for shard in shards:
         if not (base / shard).is_file():
@@ -68,7 +68,7 @@ def check_adapter(adapter: str | Path, base: str | Path) -> dict:
     if not cfg_path.is_file():
         raise RaceError(f"adapter not found: {adapter} has no adapter_config.json",
                         "pass the adapter/ folder a run wrote (RUN_DIR/adapter)")
-    cfg = json.loads(cfg_path.read_text())
+    cfg = jsonstrict.read(cfg_path, hint="pass the adapter/ folder a run wrote (RUN_DIR/adapter)")
     named = cfg.get("base_model_name_or_path")
     if named and Path(named).resolve() != base.resolve() and Path(str(named).rstrip("/")).name != base.name:
         raise RaceError(f"adapter {adapter} was trained on base model {named}, not {base}",

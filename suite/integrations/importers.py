@@ -306,7 +306,9 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
             if reward_model is not None:
                 rtok += s.environment_tokens
             one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
-                                      reward_tokens=rtok, policy=policy, reward_model=reward_model, kept=s.kept,
+                                      reward_tokens=rtok, policy=policy, reward_model=reward_model,
+                                      # sequences are counted whole: a ledger's kept rows are integers (WORK-004)
+                                      kept=None if s.kept is None else round(s.kept),
                                       environment_tokens=s.environment_tokens, turns=s.turns)
             work = acc.add_work(*([one] * s.generations))
             passes = acc.pass_breakdown(work, policy, adapter, settings, reward_model, engine_profile, cell.attention)

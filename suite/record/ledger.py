@@ -22,6 +22,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from itertools import chain, islice, repeat
 from operator import itemgetter, lt
@@ -608,6 +609,13 @@ class LedgerSummary:
     train_records: int = 0
     train_rows_equal: int = 0
     _batch: int = 0
+    # What the update trained of the generated rows (the work equations of filtered and multi-turn
+    # ledgers): kept rows (count.completions - count.discarded) and each record's prompt,
+    # completion and environment tokens weighted by its kept share; completions of records
+    # with environment tokens (multi-turn).
+    kept_rows: int = 0
+    kept_tokens: tuple = (0, 0, 0)
+    env_completions: int = 0
 
     def _generating(self, steps: list[int], recs: list[dict]) -> None:
         counts = self._repeats
@@ -621,6 +629,7 @@ class LedgerSummary:
                 roll = w.get("rollout.tokens", 0)
                 if 2 * n * w.get("rollout.attn_causal", 0) == roll * (roll + n):
                     self.rollout_rows_equal += 1
+                self._kept(w, n)
             tu, full, n = w.get("update.train.tokens", 0), w.get("update.train.attn_full", 0), self._batch
             if tu:
                 self.train_records += 1
@@ -638,6 +647,15 @@ class LedgerSummary:
                 c = counts[sig] = counts.get(sig, 0) + 1
                 if c > self.top_repeat:
                     self.top_repeat = c
+
+    def _kept(self, w: dict, n: int) -> None:
+        d, e = w.get("count.discarded", 0), w.get("count.rollout_env", 0)
+        toks = (w.get("count.rollout_prompt", 0), w.get("count.rollout_completion", 0), e)
+        f = Fraction(n - d, n) if d else 1
+        self.kept_rows += n - d
+        self.kept_tokens = tuple(a + f * b for a, b in zip(self.kept_tokens, toks))
+        if e:
+            self.env_completions += n
 
     def _add(self, chunk: list[dict]) -> None:
         """Add a chunk of checked records to the sums, column-wise at C speed (zip + sum):

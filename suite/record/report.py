@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import __version__, jsonstrict
-from ..accounting import PHASES, TOKEN_KEYS
+from ..accounting import PHASES, TOKEN_KEYS, reward_tokens_of
 from ..atomic import write_json_atomic
 from ..errors import RaceError
 from . import schemas
@@ -734,10 +734,14 @@ def build_estimate(run_spec: RunSpec, means: Means | None = None, *, created: st
     reward_tokens = None
     if spec.reward.model:
         reward_tokens = means.reward_tokens if means.reward_tokens is not None \
-            else means.prompt_tokens + means.completion_tokens + means.environment_tokens
+            else reward_tokens_of(means.prompt_tokens, means.completion_tokens + means.environment_tokens)
+    # Everything a step was priced from (WORK-007 prices it again): what real runs do, when set.
+    shape = {"environment_tokens": means.environment_tokens, "turns": means.turns} if means.environment_tokens else {}
+    if means.kept_share is not None:
+        shape["kept_share"] = means.kept_share
     prov = Provenance("estimated", recorder="race report --estimate", steps=spec.steps,
                       means={"prompt_tokens": means.prompt_tokens, "completion_tokens": means.completion_tokens,
-                             "reward_tokens": reward_tokens})
+                             "reward_tokens": reward_tokens, **shape})
     sources = None
     if spec.sources is not None:
         from .sources import section
@@ -759,6 +763,20 @@ def _weighted(stages: list[tuple[str, RunSpec, Means]], field: str) -> float | N
     return sum(n * v for n, v in vals) / sum(n for n, _ in vals)
 
 
+def _same_setup(stages: list[tuple[str, RunSpec, Means]]) -> None:
+    """A stage row records its steps, K, prompts per step, cap, mu, means and hardware; every
+    other setting that moves FLOPs is the report's (its last stage's), so a stage may not change it."""
+    last = stages[-1][1]
+    row = ("group_size", "prompts_per_step", "max_completion_tokens", "num_iterations")
+    for name, s, _ in stages:
+        diff = [k for k in ("policy", "adapter", "reward", "engine_profile", "attention") if getattr(s, k) != getattr(last, k)]
+        diff += [f"grpo.{k}" for k, v in s.grpo.to_dict().items() if k not in row and v != getattr(last.grpo, k)]
+        if diff:
+            raise RaceError(f"estimate: stage {name} changes {', '.join(diff)}, which a stage row does not record",
+                            "a stage may change its steps, K, prompts per step, cap, mu, means and hardware; "
+                            "price runs of other settings as separate estimates")
+
+
 def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
     """(spec, means, work, flops, stages section, price) of a staged estimate."""
     from ..accounting import add_work, tokens_from_work
@@ -774,9 +792,12 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
         g = s.grpo
         mrow = {"prompt_tokens": m.prompt_tokens, "completion_tokens": m.completion_tokens}
         if m.environment_tokens:
-            mrow["environment_tokens"] = m.environment_tokens
+            mrow["environment_tokens"], mrow["turns"] = m.environment_tokens, m.turns
         if m.kept_share is not None:
             mrow["kept_share"] = m.kept_share
+        if s.reward.model:      # what the stage's reward model scored (ST-004 prices the row again)
+            mrow["reward_tokens"] = m.reward_tokens if m.reward_tokens is not None \
+                else reward_tokens_of(m.prompt_tokens, m.completion_tokens + m.environment_tokens)
         row = {"name": name, "steps": s.steps,
                "grpo": {"group_size": g.group_size, "prompts_per_step": g.prompts_per_step,
                         "max_completion_tokens": g.max_completion_tokens, "num_iterations": g.num_iterations},
@@ -785,6 +806,7 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
         if s.hardware is not None and s.hardware != run_spec.hardware:
             row["hardware"] = s.hardware.to_report()
         rows.append(row)
+    _same_setup(stages)
     steps = sum(s.steps for _, s, _ in stages)
     means = Means(_weighted(stages, "prompt_tokens"), _weighted(stages, "completion_tokens"),
                   _weighted(stages, "reward_tokens"), environment_tokens=_weighted(stages, "environment_tokens") or 0,

@@ -68,9 +68,9 @@ CURVES = "curves-v1.schema.json"
 @lru_cache(maxsize=None)
 def load(name: str) -> dict:
     """The parsed schema file schemas/NAME."""
-    from .. import paths
+    from .. import jsonstrict, paths
 
-    return json.loads((paths.schemas() / name).read_text(encoding="utf-8"))
+    return jsonstrict.read(paths.schemas() / name, hint="reinstall the suite")
 
 
 def inline_refs(schema: dict) -> dict:

@@ -10,10 +10,11 @@ phases inside the optimizer steps; this file times the whole stage, start-up and
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
+
+from ..errors import RaceError
 
 TIMING_FILE = "timing.json"
 """Its name inside a run folder."""
@@ -29,7 +30,7 @@ def timed(out: str | os.PathLike, stage: str, threads: int | None, resumed: bool
     load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     t0 = time.perf_counter()
     yield
-    doc = read_timing(out)
+    doc = read_timing(out, remeasured=True)     # this stage is measured now; an unreadable file is rewritten
     doc.update({f"{stage}_seconds": round(time.perf_counter() - t0, 3), f"{stage}_load_average": load,
                 "threads": threads, "cpus": os.cpu_count()})
     if resumed:
@@ -37,11 +38,19 @@ def timed(out: str | os.PathLike, stage: str, threads: int | None, resumed: bool
     write_json_atomic(Path(out) / TIMING_FILE, doc)
 
 
-def read_timing(folder: str | os.PathLike) -> dict:
-    """The timing of a run folder; {} when it has none (or an unreadable one: timings are advice)."""
+def read_timing(folder: str | os.PathLike, *, remeasured: bool = False) -> dict:
+    """The timing of a run folder; {} when it has none. One it cannot read (not JSON, a duplicate
+    key) is a RaceError naming it -- a study would price its cells from it -- except where the
+    caller measures the stage again and rewrites the file (`remeasured`: {} then)."""
+    from .. import jsonstrict
+
     path = Path(folder) / TIMING_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not path.is_file():
         return {}
+    try:
+        doc = jsonstrict.read(path, hint="delete it: the next run of the cell measures its stages again")
+    except RaceError:
+        if remeasured:
+            return {}
+        raise
     return doc if isinstance(doc, dict) else {}

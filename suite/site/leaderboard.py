@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from .. import jsonstrict
 from ..digest import file_sha256
 from ..errors import RaceError
 from ..record.ledger import LedgerSummary
@@ -450,14 +451,14 @@ def _read_cache(path: Path, fingerprint: str, key: bytes | None = None) -> dict:
 
     if key is None:
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:        # a damaged cache (a duplicate key too) is no cache: every submission is validated again
+        data = jsonstrict.loads(path.read_bytes())
         if data.get("fingerprint") != fingerprint or not isinstance(data.get("findings"), dict):
             return {}
         macs = data.get("macs") if isinstance(data.get("macs"), dict) else {}
         return {k: v for k, v in data["findings"].items()
                 if isinstance(macs.get(k), str) and hmac.compare_digest(macs[k], _mac(key, fingerprint, k, v))}
-    except (OSError, ValueError, AttributeError, TypeError):
+    except (OSError, ValueError, AttributeError, TypeError):     # jsonstrict.JSONInputError is a ValueError
         pass
     return {}
 

@@ -13,12 +13,9 @@ URLs, and each page's Content-Security-Policy admits only its own inline style a
 from __future__ import annotations
 
 import base64
-import errno
 import hashlib
 import json
 import math
-import os
-import secrets
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +29,7 @@ from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
 from .columns import columns
 from .formatting import all_score_keys, fixed, gflops, interval, pct, safe_href, sci, score_key, size_label, thousands
+from .swap import SITE_MARKER, remove_leftovers, sibling, swap_in
 
 # --------------------------------------------------------------------------- rows
 
@@ -240,126 +238,10 @@ NAV = (("index.html", "by total FLOPs"), ("allocation.html", "by allocation"), (
 FINDINGS_NAV = ("findings.html", "findings")     # beside the views when the build is given a study's findings
 
 
-SITE_MARKER = ".race-site"   # marks a folder as a built site: only such a folder is ever replaced
-
-
 def _write(path: Path, text: str) -> None:
     # Pages go into a fresh staging folder (see build_site), so plain writes are enough here.
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
-
-
-def _staging_prefix(out: Path) -> str:
-    """Hidden siblings of `out` a build works in: `.<name>.building-<pid>-<hex>` (the new site,
-    then the old one after the swap) and `.<name>.old-<pid>-<hex>` (where no atomic exchange)."""
-    return f".{out.name[:120]}."
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
-
-
-def remove_leftovers(out: Path) -> list[Path]:
-    """Remove what killed builds of `out` left beside it (their staging and old-site folders, named
-    with the builder's pid; a live builder's are kept). When `out` itself is gone (a build killed
-    between the two renames where no atomic exchange exists), the old site is put back first.
-    Returns the folders removed."""
-    import re
-    import shutil
-
-    prefix, removed = _staging_prefix(out), []
-    pattern = re.compile(re.escape(prefix) + r"(building|old)-(\d+)-[0-9a-f]+$")
-    try:
-        siblings = sorted(out.parent.iterdir())
-    except OSError:
-        return removed
-    for p in siblings:
-        m = pattern.match(p.name)
-        if not m or not p.is_dir() or p.is_symlink() or _alive(int(m.group(2))):
-            continue
-        if m.group(1) == "old" and not os.path.lexists(out) and (p / SITE_MARKER).is_file():
-            try:
-                os.rename(p, out)       # the old site back where a killed fallback swap left none
-                continue
-            except OSError:
-                pass
-        shutil.rmtree(p, ignore_errors=True)
-        removed.append(p)
-    return removed
-
-
-_RENAME_EXCHANGE = 2
-_RACED = (errno.EEXIST, errno.ENOTEMPTY, errno.ENOENT)      # what a concurrent build's rename causes
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap the two folders `a` and `b` (Linux renameat2 RENAME_EXCHANGE): at every
-    instant `b` is either the old folder or the new one. False where the call does not exist or
-    the file system does not support it (the caller falls back to two renames)."""
-    import ctypes
-
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_fdcwd = -100
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def _swap_in(staging: Path, out: Path) -> None:
-    """Replace `out` with the finished `staging` folder: readers (and a kill -9 at any point) see
-    the old site or the new one, never none and never a half-built one. On Linux one atomic
-    exchange of the two folders; elsewhere two renames, and a build killed between them has its
-    old site put back by the next build (remove_leftovers). Refuses to replace a folder that is
-    not a built site."""
-    import shutil
-
-    if out.exists():
-        if not out.is_dir() or out.is_symlink() or (any(out.iterdir()) and not (out / SITE_MARKER).is_file()):
-            shutil.rmtree(staging, ignore_errors=True)
-            raise RaceError(f"{out} exists and is not a site built by race",
-                            "choose an empty or new folder for --out")
-        try:
-            swapped = _exchange(staging, out)
-        except OSError as e:
-            shutil.rmtree(staging, ignore_errors=True)
-            if e.errno not in _RACED:
-                raise
-            raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
-        if swapped:
-            shutil.rmtree(staging, ignore_errors=True)      # staging now holds the old site
-            return
-        old = out.with_name(f"{_staging_prefix(out)}old-{os.getpid()}-{secrets.token_hex(3)}")
-        try:
-            os.rename(out, old)
-            os.rename(staging, out)
-        except OSError:             # a concurrent build moved or recreated `out` meanwhile
-            shutil.rmtree(staging, ignore_errors=True)
-            if not os.path.lexists(out) and old.is_dir():
-                os.rename(old, out)
-            shutil.rmtree(old, ignore_errors=True)
-            raise RaceError(f"another build replaced {out} at the same time", "run the build again") from None
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        try:
-            os.rename(staging, out)
-        except OSError as e:
-            shutil.rmtree(staging, ignore_errors=True)
-            if e.errno not in _RACED:
-                raise           # read-only, full, name too long: the CLI names it
-            raise RaceError(f"another build created {out} at the same time", "run the build again") from None
 
 
 def settings_rows(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -397,7 +279,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
     final = Path(out)
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(final)         # what killed builds left: their staging folders, or the old site
-    staging = final.with_name(f"{_staging_prefix(final)}building-{os.getpid()}-{secrets.token_hex(3)}")
+    staging = sibling(final, "building")
     try:
         summary = _render(entries, staging, skipped, template_dir, extra_files, findings, figure)
     except BaseException:           # a failed build leaves no staging folder behind
@@ -405,7 +287,7 @@ def build_site(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip] 
 
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    _swap_in(staging, final)
+    swap_in(staging, final)
     return summary
 
 

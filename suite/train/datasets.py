@@ -21,12 +21,12 @@ the formats above differ in which fields they have, and GSM8K's answers end with
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .. import jsonstrict
 from ..answers import extract_boxed
 from ..errors import RaceError
 
@@ -73,6 +73,9 @@ FORMATS: dict[str, DatasetFormat] = {
 }
 
 #: Embedded split name -> the real data set it stands in for.
+DATA_BYTES = 1 << 31
+"""A .json data set is read whole: 2 GiB at most (JSON Lines and parquet are streamed)."""
+
 EMBEDDED_SPLITS = {"train": "Polaris-53K", "arith-easy-250": "GSM8K", "arith-hard-250": "MATH-500",
                    "arith-easy-2000": "a large held-out GSM8K-like set"}
 
@@ -106,19 +109,13 @@ def read_records(path: str | Path) -> list:
         except Exception as e:  # pyarrow's ArrowInvalid and friends: not a parquet file
             raise RaceError(f"{path} is not a readable parquet file ({type(e).__name__})",
                             "expected JSON Lines (one object per line), a .json list or a .parquet file") from None
-    try:
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".json":
-            data = json.loads(text)
-            if isinstance(data, dict):
-                data = data.get("data", data.get("rows", []))
-            return data if isinstance(data, list) else []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    except UnicodeDecodeError:
-        raise RaceError(f"{path} is not UTF-8 text", "expected JSON Lines, a .json list or a .parquet file") from None
-    except json.JSONDecodeError as e:
-        raise RaceError(f"{path} is not valid JSON ({e.msg} at line {e.lineno})",
-                        "expected JSON Lines (one object per line), a .json list or a .parquet file") from None
+    hint = "expected JSON Lines (one object per line), a .json list or a .parquet file"
+    if path.suffix == ".json":      # strict: a duplicate key is refused, never guessed at
+        data = jsonstrict.read(path, hint=hint, allow_nan=True, max_bytes=DATA_BYTES)
+        if isinstance(data, dict):
+            data = data.get("data", data.get("rows", []))
+        return data if isinstance(data, list) else []
+    return list(jsonstrict.read_lines(path, hint=hint))
 
 
 def load(path: str | Path, format: str | None = None, limit: int | None = None) -> list[dict]:

@@ -10,10 +10,10 @@ safetensors shards).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import jsonstrict
 from ..errors import RaceError
 
 #: The step token of Qwen2.5-Math-PRM (the tiny PRM uses the same one).
@@ -91,7 +91,7 @@ def _state_dict(folder: Path) -> dict:
 
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        shards = sorted(set(jsonstrict.read(index)["weight_map"].values()))
     else:
         shards = ["model.safetensors"]
     state = {}

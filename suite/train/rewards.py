@@ -273,13 +273,13 @@ class ProxyProcessReward(_PRMSystem):
 
 def is_sequence_classifier(folder: str | Path) -> bool:
     """Whether the model folder's config.json names an *ForSequenceClassification architecture."""
-    import json
+    from .. import jsonstrict
 
     cfg = Path(folder) / "config.json"
-    try:
-        archs = json.loads(cfg.read_text()).get("architectures") or []
-    except (OSError, ValueError, AttributeError):
+    if not cfg.is_file():
         return False
+    doc = jsonstrict.read(cfg)          # a config.json with duplicate keys is refused, not guessed at
+    archs = (doc.get("architectures") if isinstance(doc, dict) else None) or []
     return any(str(a).endswith("ForSequenceClassification") for a in archs)
 
 

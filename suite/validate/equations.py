@@ -6,20 +6,23 @@ agree with themselves.
 
 Measured and imported reports (one rule per relation, WORK-001..006), with
 n = count.completions, P = count.rollout_prompt, C = count.rollout_completion,
-U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N generations:
+U = count.update, N = K x prompts_per_step (sequences per generation), G = n / N generations,
+and what real runs do: D = count.discarded (generated, never trained), E = count.rollout_env
+(a multi-turn rollout's environment tokens, prefilled) over T policy turns:
 
 - WORK-001  n = N x G with G the generations the declared steps imply;
-- WORK-002  n <= C <= n x max_completion_tokens (the cap holds every completion);
-- WORK-003  rollout work against P, C and n (prefill and decode positions, logits, pairs);
-- WORK-004  update work against U = passes x trained tokens (L = P + C, or K x P + C when the
-            profile shares a prompt's prefill among its K completions);
+- WORK-002  n x T <= C, C + E <= n x max_completion_tokens (the cap holds every completion);
+- WORK-003  rollout work against P, C, E and n (prefill and decode positions, logits, pairs);
+- WORK-004  update work against U = passes x the kept rows' tokens (L = P + C + E, or
+            K x P + C + E when the profile shares a prompt's prefill among its K completions;
+            with discards, each ledger record's share kept);
 - WORK-005  old-policy and reference passes present iff mu and beta say so, each one pass;
 - WORK-006  reward-model work against the reward model and the tokens it scored.
 
-Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key.
-Staged runs, discarded completions and multi-turn rollouts (the `stages` and `rollouts`
-sections, count.* keys beyond suite.accounting's) are left to the rules of those sections.
-Every ledger-backed report (WORK-008): the engine profile is one of the engine's own.
+Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), key by key, the
+means with their kept share, environment tokens and turns; a staged estimate stage by stage
+(ST-004 in rollout_rules). Every ledger-backed report (WORK-008): the engine profile is one of
+the engine's own. WORK-009: discards and environment tokens only where a run can make them.
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
 exact. An imported ledger prices per-step *means* and rounds each statistic once per generation
@@ -30,9 +33,11 @@ hold for any lengths and are never widened.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Iterable
 
+from ..numbers import json_count
 from .registry import Issue, rule
 
 _REQ = ("grpo", "accounting", "totals")
@@ -90,27 +95,32 @@ class System:
         self.U, self.R = get("count.update", 0), get("count.reward", 0)
         self.G = self.n // self.N if self.n is not None and self.N else 0
         prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
-        self.declared = prov.get("steps") if isinstance(prov.get("steps"), int) else self.steps
+        declared = json_count(prov.get("steps"))
+        self.declared = self.steps if declared is None else declared
         spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
         self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else 1)
-        from ..accounting import COUNT_KEYS
-
-        # Staged runs (per-stage settings), discarded completions and multi-turn environment
-        # tokens have rules of their own (the field-runs sections): these equations assume one
-        # setting and every generated token trained, so they step aside.
-        self.extended = any(k in doc for k in ("stages", "rollouts")) or \
-            any(k.startswith("count.") and k not in COUNT_KEYS for k in self.w)
-        self.led = None
-        if led is not None and self.method in (None, "measured") and led.records and not led.n_step_problems \
-                and not self.scheduled and led.records == self.steps:
-            self.led = led
+        # Discarded completions (count.discarded: generated, never trained) and multi-turn
+        # environment tokens (count.rollout_env: prefill, over T policy turns a completion).
+        self.D, self.E = get("count.discarded", 0), get("count.rollout_env", 0)
+        ro = doc.get("rollouts") if isinstance(doc.get("rollouts"), dict) else {}
+        mt = ro.get("multi_turn") if isinstance(ro.get("multi_turn"), dict) else {}
+        turns = mt.get("turns")
+        self.T = Fraction(turns) if isinstance(turns, (int, float)) and not isinstance(turns, bool) \
+            and math.isfinite(turns) and turns >= 1 else Fraction(1)
+        # A staged run has per-stage settings: an estimate, priced stage by stage (ST-004, ST-005).
+        self.staged = "stages" in doc
+        self.led = self.sums = None
+        if led is not None and led.records and not led.n_step_problems and led.records == self.steps:
+            self.sums = led     # the kept rows and tokens of a filtered ledger, record by record
+            if self.method in (None, "measured") and not self.scheduled:
+                self.led = led
 
     @property
     def ok(self) -> bool:
         """The equations apply: a ledger-backed report (not an estimate) with a known profile,
         valid settings and the completion count."""
         return self.method != "estimated" and self.prof is not None and self.s is not None and self.n is not None \
-            and not self.extended
+            and not self.staged
 
     @property
     def layout(self) -> str | None:
@@ -147,14 +157,46 @@ class System:
         """Prefills run: one per prompt (shared) or one per completion."""
         return self.n // self.K if self.shared else self.n
 
+    @property
+    def k(self) -> int:
+        """How often L counts a prompt's tokens: K where the prefill is shared (count.rollout_prompt
+        holds one prompt per group), else 1 (one per completion). The coefficient of P in the
+        tolerances."""
+        return self.K if self.shared else 1
+
     def seq_tokens(self, prompt: int, completion: int) -> int:
         """Tokens of the generated sequences (prompt + completion of each) from the counts."""
         return (self.K * prompt if self.shared else prompt) + completion
 
     @property
     def L(self) -> int:
-        """Tokens of all generated sequences, once."""
-        return self.seq_tokens(self.P, self.C)
+        """Tokens of all generated sequences, once (environment tokens are in the context)."""
+        return self.seq_tokens(self.P, self.C) + self.E
+
+    @property
+    def kept(self) -> tuple | None:
+        """(rows, prompt, completion, environment tokens) the update trained: every generated
+        row; with discards, each ledger record's counts times its kept share (an importer
+        prices a discarded row at its step's means); None when discards cannot be placed
+        (no ledger at hand)."""
+        if not self.D:
+            return self.n, self.P, self.C, self.E
+        if self.sums is None:
+            return None
+        return (self.sums.kept_rows, *self.sums.kept_tokens)
+
+    @property
+    def Lk(self):
+        """Tokens of the sequences the update trained, once (None: unknown, see `kept`)."""
+        k = self.kept
+        return None if k is None else self.seq_tokens(k[1], k[2]) + k[3]
+
+    @property
+    def env_rows(self) -> int:
+        """Completions of the records with environment tokens (all of them, without a ledger)."""
+        if not self.E:
+            return 0
+        return self.sums.env_completions if self.sums is not None else self.n
 
     @property
     def regular(self) -> bool:
@@ -169,7 +211,9 @@ class System:
 
     def update_tokens(self):
         """What count.update must be: ("eq", value) or ("range", low, high)."""
-        mu, L = self.mu, self.L
+        mu, L = self.mu, self.Lk
+        if L is None:   # discards, no ledger: each kept row holds 2 tokens at least, each discarded row too
+            return "range", 2 * mu * (self.n - self.D), mu * (self.L - 2 * self.D)
         if self.layout == "per-step" and not self.regular:
             return "range", L, mu * L       # a resumed run: one batch served fewer steps
         if self.layout == "per-step":
@@ -292,7 +336,7 @@ def sequences(ctx) -> Iterable[Issue]:
     A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
     divides its own completions or its ledger's rhythm."""
     sy = _system(ctx, any_method=True)
-    if sy is None or sy.method == "estimated" or sy.extended:
+    if sy is None or sy.method == "estimated" or sy.staged:
         return
     w = sy.w
     if sy.n is None:
@@ -332,17 +376,24 @@ def sequences(ctx) -> Iterable[Issue]:
 
 @rule("WORK-002", title="completion tokens outside [1, max_completion_tokens] per completion", requires=_REQ)
 def completion_cap(ctx) -> Iterable[Issue]:
-    """Each completion has at least one token and at most `grpo.max_completion_tokens`, and each
-    prompt at least one: n <= C <= n x cap and P >= one token per prefill. A cap lowered below
-    the lengths the ledger records (2048 -> 100 with a mean of 771) is refused; so is a padded
-    rollout whose logits (n x the longest completion) exceed n x cap. Exact."""
+    """Each completion has at least one token a policy turn and at most
+    `grpo.max_completion_tokens` of policy and environment tokens, and each prompt at least one:
+    n x T <= C, C + E <= n x cap (E the environment tokens of multi-turn rollouts, T their mean
+    policy turns, 1 for single-turn) and P >= one token per prefill. A cap lowered below the
+    lengths the ledger records (2048 -> 100 with a mean of 771) is refused; so is a padded
+    rollout whose logits (n x the longest completion) exceed n x cap. Exact (imported: within
+    the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None:
         return
-    for i in (_ge(_wp("count.rollout_completion"), sy.C, sy.n, "completion tokens (one per completion at least)"),
-              _le(_wp("count.rollout_completion"), sy.C, sy.n * sy.cap,
-                  f"completion tokens of {sy.n:,} completions capped at max_completion_tokens = {sy.cap:,}",
-                  hint="declare the max_completion_tokens the run used"),
+    env = f" and {sy.E:,} environment" if sy.E else ""
+    for i in (_ge(_wp("count.rollout_completion"), sy.C, sy.n * sy.T,
+                  "completion tokens (one per completion at least)" if sy.T == 1 else
+                  f"completion tokens (one per policy turn at least, {float(sy.T):g} turns a completion)",
+                  sy.slack(1)),
+              _le(_wp("count.rollout_completion"), sy.C + sy.E, sy.n * sy.cap,
+                  f"completion{env} tokens of {sy.n:,} completions capped at max_completion_tokens = {sy.cap:,}",
+                  sy.slack(2), hint="declare the max_completion_tokens the run used"),
               _ge(_wp("count.rollout_prompt"), sy.P, sy.groups, "prompt tokens (one per prefill at least)"),
               _le(_wp("rollout.lm_head"), sy.w.get("rollout.lm_head", 0), sy.n * sy.cap,
                   f"rollout logits of {sy.n:,} completions capped at {sy.cap:,} tokens",
@@ -355,29 +406,42 @@ def completion_cap(ctx) -> Iterable[Issue]:
 def rollout_work(ctx) -> Iterable[Issue]:
     """Generation runs prefill over the prompt tokens (once per prompt where the profile shares
     it among the K completions) and one decode step per generated token but the first:
-    unpadded, `rollout.tokens` = P + C - n and `rollout.lm_head` = C exactly; padded (HF
-    generate: every row runs to the longest prompt and completion) at least that, in whole rows
-    (a multiple of K x prompts_per_step), and in each generating record of the ledger the
-    pairs are exactly n x tri(positions / n). Attention pairs lie between all-equal and one-long
-    sequences over those positions (pair_bounds), `attn_full` >= `attn_causal`; latent and
-    linear models' decode tokens are C - n. Imported: within half a unit per statistic and
+    unpadded, `rollout.tokens` = P + C + E - n and `rollout.lm_head` = C exactly -- every
+    completion is generated, trained on or discarded, and a multi-turn rollout's E environment
+    tokens pass the model once, as prefill, with no logit; padded (HF generate: every row runs
+    to the longest prompt and completion) at least that, in whole rows (a multiple of K x
+    prompts_per_step), and in each generating record of the ledger the pairs are exactly
+    n x tri(positions / n). Attention pairs lie between all-equal and one-long sequences over
+    those positions (pair_bounds), `attn_full` >= `attn_causal`. Latent and linear models
+    decode C - n x T tokens and prefill P + E + n x (T - 1) (each later turn's first token
+    follows prefilled environment tokens; T the mean policy turns, 1 for single-turn, over the
+    records with environment tokens). Imported: within half a unit per statistic and
     generation batch (the rounding of per-step means)."""
     sy = _system(ctx)
     if sy is None:
         return
-    w, n, P, C = sy.w, sy.n, sy.P, sy.C
+    w, n, P, C, E = sy.w, sy.n, sy.P, sy.C, sy.E
+    Ct = C + E          # the completion side of every sequence: the policy's tokens and the environment's
     tok, lm = w.get("rollout.tokens", 0), w.get("rollout.lm_head", 0)
-    pos = P + C - n
-    sl = sy.slack(3)
+    pos = P + Ct - n
+    sl = sy.slack(3 + (1 if E else 0))      # positions, P, C (and E), each rounded once per batch
     out = []
     padded = sy.rollout_padded
+    ne = sy.env_rows
+    decode, prefill = C - ne * sy.T - (n - ne), P + E + ne * (sy.T - 1)
     if not padded:
-        out += [_eq(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n)", sl),
+        env = " + environment E" if E else ""
+        out += [_eq(_wp("rollout.tokens"), tok, pos, f"rollout positions (prefill P{env} + decode C - n)", sl),
                 _eq(_wp("rollout.lm_head"), lm, C, "rollout logits (one per generated token)", sl)]
         if "rollout.decode_tokens" in w:
-            out.append(_eq(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps (C - n)", sl))
+            out.append(_eq(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], decode,   # reads C
+                           "decode steps (C - n)" if not E else "decode steps (C - n x T)", sy.slack(2)))
         if "rollout.prefill_tokens" in w:
-            out.append(_eq(_wp("rollout.prefill_tokens"), w["rollout.prefill_tokens"], P, "prefill tokens (P)", sl))
+            out.append(_eq(_wp("rollout.prefill_tokens"), w["rollout.prefill_tokens"], prefill,
+                           "prefill tokens (P)" if not E else "prefill tokens (P + E + n x (T - 1))", sl))
+        if "rollout.rows" in w:     # linear attention: one scan per prefill, one more per later turn
+            out.append(_eq(_wp("rollout.rows"), w["rollout.rows"], sy.groups + ne * (sy.T - 1),
+                           "rollout sequence scans (one a prefill" + (", one a later turn)" if E else ")"), sy.slack(1)))
     else:
         out += [_ge(_wp("rollout.tokens"), tok, pos, "rollout positions (prefill P + decode C - n, padded)", sl),
                 _ge(_wp("rollout.lm_head"), lm, C, "rollout logits (n x the longest completion)", sl)]
@@ -387,20 +451,20 @@ def rollout_work(ctx) -> Iterable[Issue]:
                     out.append(Issue(_wp(key), f"padded rollout {key.split('.')[1]} {v:,} is not a whole number of "
                                      f"rows of {sy.N} (K x prompts_per_step)", HINT))
         if "rollout.decode_tokens" in w:
-            out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], C - n, "decode steps", sl))
+            out.append(_ge(_wp("rollout.decode_tokens"), w["rollout.decode_tokens"], decode, "decode steps", sl))
         led = sy.led
         if led is not None and led.rollout_rows_equal != led.generations:
             out.append(Issue(_wp("rollout.attn_causal"), f"{led.generations - led.rollout_rows_equal:,} of the ledger's "
                              f"{led.generations:,} generating records have rollout pairs that are not n x tri(positions "
                              f"/ n): a padded rollout runs every row to the same length", HINT))
     causal, full = w.get("rollout.attn_causal", 0), w.get("rollout.attn_full", 0)
-    psl = sy.slack(3 + Fraction(sy.K * P + C, max(n, 1)))   # a bound moves by ~the mean length per token rounded
+    psl = sy.slack(3 + Fraction(sy.seq_tokens(P, Ct), max(n, 1)))   # a bound moves by ~the mean length per token rounded
     if not sy.shared:   # every completion's own sequence: sum of tri(prompt + completion - 1)
         lo, hi = pair_bounds(n, tok)
     else:               # prefill pairs per prompt + decode pairs (c - 1) p + tri(c - 1) per completion
         g = sy.groups
-        lo = pair_bounds(g, P)[0] + (n * _tri(Fraction(C - n, n)) + (C - n) if n else 0)
-        hi = pair_bounds(n, sy.K * P + C - n)[1]
+        lo = pair_bounds(g, P)[0] + (n * _tri(Fraction(Ct - n, n)) + (Ct - n) if n else 0)
+        hi = pair_bounds(n, sy.K * P + Ct - n)[1]
     out += [_ge(_wp("rollout.attn_causal"), causal, lo, "rollout causal attention pairs", psl),
             _le(_wp("rollout.attn_causal"), causal, hi, "rollout causal attention pairs", psl),
             _ge(_wp("rollout.attn_full"), full, causal, "rollout full-square pairs (at least the causal ones)", psl)]
@@ -417,10 +481,15 @@ def _passes(sy: System) -> tuple[bool, bool]:
 
 @rule("WORK-004", title="update work disagrees with the trained tokens x passes", requires=_REQ)
 def update_work(ctx) -> Iterable[Issue]:
-    """Every training pass runs over each generated sequence, prompt and completion:
-    `count.update` U = mu x L with L = P + C (K x P + C where the prompt prefill is shared),
+    """Every training pass runs over each sequence the update kept, prompt and completion:
+    `count.update` U = mu x L with L = P + C + E (K x P + C + E where the prompt prefill is
+    shared; E a multi-turn rollout's environment tokens, in the context once a pass),
     exactly when every batch was trained mu times (one record per generation, or whole mu-step
-    cycles); a run stopped inside a cycle lies between L and mu x L. Unpadded training:
+    cycles); a run stopped inside a cycle lies between L and mu x L. Discarded completions
+    (count.discarded) are generated but never trained: L then counts each ledger record's
+    tokens times its kept share (count.completions - count.discarded) / count.completions, the
+    rows are the kept ones and the completion logits their policy tokens (without the ledger at
+    hand: U between 2 mu tokens a kept row and mu x (L - 2 a discarded row)). Unpadded training:
     `update.train.tokens` = U; padded: at least U, in whole rows (each ledger record's
     positions^2 / full pairs a whole multiple of its batch). Logits: mu x C (completion
     positions) or every position but the last of each row. Pairs: `attn_full` = 2 x
@@ -431,29 +500,38 @@ def update_work(ctx) -> Iterable[Issue]:
     sy = _system(ctx)
     if sy is None or sy.n == 0:
         return
-    w, mu, L, U = sy.w, sy.mu, sy.L, sy.U
-    sl = sy.slack(mu * (sy.K + 1) + 2)   # L reads P with coefficient K where the prefill is shared
+    w, mu, L, U = sy.w, sy.mu, sy.Lk, sy.U
+    # L reads P with coefficient k (K where the prefill is shared, else 1), C once and E once
+    sl = sy.slack(mu * (sy.k + 1 + (1 if sy.E else 0)) + 2)
     out = []
     kind, *want = sy.update_tokens()
+    kept = " kept" if sy.D else ""
     if kind == "eq":
         cut = "" if want[0] == mu * L else f", the last batch trained {sy.last_uses} times"
-        out.append(_eq(_wp("count.update"), U, want[0], f"update tokens (mu = {mu} passes x {L:,} sequence tokens{cut})", sl))
+        out.append(_eq(_wp("count.update"), U, want[0],
+                       f"update tokens (mu = {mu} passes x {_fmt(L)}{kept} sequence tokens{cut})", sl))
     else:
-        out += [_ge(_wp("count.update"), U, want[0], "update tokens (each batch trained once at least)", sl),
-                _le(_wp("count.update"), U, want[1], f"update tokens (each batch trained at most mu = {mu} times)", sl)]
+        out += [_ge(_wp("count.update"), U, want[0], f"update tokens (each{kept} batch trained once at least)", sl),
+                _le(_wp("count.update"), U, want[1], f"update tokens (each{kept} batch trained at most mu = {mu} times)", sl)]
+    if L is None:
+        yield from (i for i in out if i)
+        return      # discards without the ledger: which rows were kept is unknown
+    nk, _, Ck, _ = sy.kept
     tok, lm = w.get("update.train.tokens", 0), w.get("update.train.lm_head", 0)
-    uses = Fraction(mu) if sy.complete or not L else Fraction(U, L)   # passes per batch (on average when cut short)
-    rows = uses * sy.n
+    uses = Fraction(mu) if sy.complete or not L else Fraction(U) / L   # passes per batch (on average when cut short)
+    rows = uses * nk
     sl = sy.slack(mu + 2)       # the training statistics round the same sums as the update count
     if not sy.padded:
-        out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)", sl))
-        want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else U - rows
+        # the same sum as count.update, rounded the same way: half a unit each per batch
+        out.append(_eq(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, unpadded)",
+                       sy.slack(2)))
+        want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else U - rows
     else:
         out.append(_ge(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, padded)", sl))
         if sy.whole and tok % sy.N:
             out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
                              f"of rows of {sy.N}", HINT))
-        want_lm = uses * sy.C if sy.prof.lm_head_train == "completion" else tok - rows
+        want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else tok - rows
         led = sy.led
         if led is not None and led.train_rows_equal != led.train_records:
             out.append(Issue(_wp("update.train.attn_full"), f"{led.train_records - led.train_rows_equal:,} of the ledger's "
@@ -462,11 +540,13 @@ def update_work(ctx) -> Iterable[Issue]:
     if sy.complete:
         out.append(_eq(_wp("update.train.lm_head"), lm, want_lm, "training logits", sl))
     elif sy.prof.lm_head_train == "completion":
-        out += [_ge(_wp("update.train.lm_head"), lm, sy.C, "training logits", sl),
-                _le(_wp("update.train.lm_head"), lm, mu * sy.C, "training logits", sl)]
+        out += [_ge(_wp("update.train.lm_head"), lm, Ck, "training logits", sl),
+                _le(_wp("update.train.lm_head"), lm, mu * Ck, "training logits", sl)]
     else:
-        out += [_ge(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - mu * sy.n, "training logits", sl),
-                _le(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - sy.n, "training logits", sl)]
+        out += [_ge(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - mu * nk, "training logits", sl),
+                _le(_wp("update.train.lm_head"), lm, (tok if sy.prof.padded else U) - nk, "training logits", sl)]
+    if "update.train.rows" in w and sy.complete:    # linear attention: one scan a trained row and pass
+        out.append(_eq(_wp("update.train.rows"), w["update.train.rows"], rows, "training sequence scans (a row a pass)", sl))
     out += _pair_checks(sy, "update.train", int(rows) if rows.denominator == 1 else None)
     yield from (i for i in out if i)
 
@@ -530,8 +610,9 @@ def logprob_passes(ctx) -> Iterable[Issue]:
                 _le(_wp(f"update.train.{s}"), train, mu * one, f"update.train.{s}", psl)
         if i:
             yield i
+    kept = sy.kept
     for p in passes:
-        for i in _pair_checks(sy, p, sy.n):
+        for i in _pair_checks(sy, p, kept[0] if kept else None):
             if i:
                 yield i
 
@@ -561,13 +642,14 @@ def reward_work(ctx) -> Iterable[Issue]:
         return
     if not model:
         return
-    sl = sy.slack(2 * (sy.K + 1) + 1)
+    sl = sy.slack(2 * (sy.k + 1 + (1 if sy.E else 0)) + 1)
+    one = sy.slack(2)       # positions, heads and tokens scored round the same sum: half a unit each per batch
     seq = sy.L if sy.L else 0
-    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", sl)
+    pos = (_eq(_wp("reward.tokens"), rt, sy.R, "reward-model positions (the tokens scored, unpadded)", one)
            if not sy.padded else
            _ge(_wp("reward.tokens"), rt, sy.R, "reward-model positions (at least the tokens scored)", sl))
     causal = w.get("reward.attn_causal", 0)
-    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", sl),
+    for i in (pos, _eq(_wp("reward.heads"), w.get("reward.heads", 0), rt, "reward score-head positions", one),
               _le(_wp("count.reward"), sy.R, 2 * seq + TEMPLATE_TOKENS * sy.n,
                   f"tokens scored (at most twice each prompt + completion, and {TEMPLATE_TOKENS} of a template each)", sl),
               _ge(_wp("reward.attn_causal"), causal, pair_bounds(sy.n, rt)[0], "reward-model causal pairs",
@@ -583,35 +665,25 @@ def estimate_work(ctx) -> Iterable[Issue]:
     """An estimate is every declared step priced as a step of its mean lengths:
     `totals.work` = `provenance.steps` x work_from_means(means, settings, profile) key by key,
     exactly (what `race report --estimate` writes), and the mean completion fits
-    `max_completion_tokens`. Editing steps (100 -> 200), the means, prompts per step, K, the cap,
-    beta or mu without pricing them again is refused; priced again, the edited setup is the one
-    the report claims, and its FLOPs follow (PHYS-001)."""
-    if _method(ctx.doc) != "estimated" or "stages" in ctx.doc or "rollouts" in ctx.doc:
-        return  # a staged or filtered estimate is priced per stage (the field-runs rules)
-    from ..accounting import work_from_means
-    from ..errors import RaceError
-
+    `max_completion_tokens`. What real runs do is priced from the means too: `kept_share` (the
+    completions the update trained, of each generation batch), `environment_tokens` and `turns`
+    (multi-turn rollouts); an estimate whose work discards completions or feeds environment
+    tokens must declare them there. Editing steps (100 -> 200), the means, prompts per step, K,
+    the cap, beta, mu or the kept share without pricing them again is refused; priced again, the
+    edited setup is the one the report claims, and its FLOPs follow (PHYS-001). A staged
+    estimate is priced stage by stage (ST-004)."""
+    if _method(ctx.doc) != "estimated" or "stages" in ctx.doc:
+        return
     doc = ctx.doc
     prov = doc.get("provenance") or {}
-    means, steps = prov.get("means"), prov.get("steps")
-    if not isinstance(means, dict) or not isinstance(steps, int):
+    means, steps = prov.get("means"), json_count(prov.get("steps"))     # 200.0 is a count too
+    if not isinstance(means, dict) or steps is None:
         return  # SCHEMA: an estimate needs both
-    reads = [ctx.models.get(w) for w in ("$.policy", "$.reward.model")]
-    if reads[0] is None or reads[0].spec is None or (doc["reward"]["model"] and (reads[1] is None or reads[1].spec is None)):
-        return  # PHYS-006 / PHYS-010 report specs that cannot be read (or traced here)
-    try:
-        policy = reads[0].spec
-        rspec = reads[1].spec if doc["reward"]["model"] else None
-        rtok = means.get("reward_tokens") if rspec is not None else None
-        if rspec is not None and rtok is None:
-            rtok = means["prompt_tokens"] + means["completion_tokens"]
-        one = work_from_means(means["prompt_tokens"], means["completion_tokens"], settings_of(doc),
-                              doc["accounting"]["engine_profile"], rtok, policy=policy, reward_model=rspec)
-    except RaceError as e:
-        yield Issue("$.provenance.means", f"the estimate's setup cannot be priced: {e.message}",
-                    e.hint or "mean lengths must fit the declared settings (max_completion_tokens)")
+    one = priced_means(doc, means, settings_of(doc))
+    if isinstance(one, Issue):
+        yield one
         return
-    except (KeyError, TypeError, ValueError):
+    if one is None:
         return  # PHYS-006 / SCHEMA report unreadable specs
     want = {k: v * steps for k, v in one.items()}
     work = doc["totals"]["work"]
@@ -623,6 +695,39 @@ def estimate_work(ctx) -> Iterable[Issue]:
                     f"{means['prompt_tokens']:g}, completion {means['completion_tokens']:g}) under the declared settings "
                     f"give {want.get(k, 0):,}{more}",
                     "price the estimate again from its setup: race report --estimate SPEC")
+
+
+def priced_means(doc, means: dict, settings, where: str = "$.provenance.means"):
+    """One generation batch of `means` (prompt, completion, reward, environment tokens, turns,
+    kept share) under `settings` and the report's profile and specs: work_from_means, as
+    `race report --estimate` prices it. An Issue when the means cannot be priced; None when the
+    specs cannot be read (PHYS-006 and SCHEMA say why)."""
+    from ..accounting import reward_tokens_of, work_from_means
+    from ..accounting.stored import spec_from_dict
+    from ..errors import RaceError
+
+    try:    # recipe or traced specs (traced again, cached per config); PHYS-006 / PHYS-010 say why not
+        policy = spec_from_dict(doc["policy"]["spec"])
+        rm = doc["reward"]["model"]
+        rspec = spec_from_dict(rm["spec"]) if rm else None
+    except (RaceError, KeyError, TypeError, ValueError):
+        return None
+    try:
+        env = means.get("environment_tokens", 0)
+        rtok = means.get("reward_tokens") if rspec is not None else None
+        if rspec is not None and rtok is None:
+            rtok = reward_tokens_of(means["prompt_tokens"], means["completion_tokens"] + env)   # as priced
+        ks = means.get("kept_share")
+        n = settings.group_size * settings.prompts_per_step
+        return work_from_means(means["prompt_tokens"], means["completion_tokens"], settings,
+                               doc["accounting"]["engine_profile"], rtok, policy=policy, reward_model=rspec,
+                               kept=None if ks is None else n * ks, environment_tokens=env,
+                               turns=means.get("turns", 1))
+    except RaceError as e:
+        return Issue(where, f"the estimate's setup cannot be priced: {e.message}",
+                     e.hint or "mean lengths must fit the declared settings (max_completion_tokens)")
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def profile_engine(profile: str) -> str:
@@ -664,3 +769,33 @@ def engine_profile(ctx) -> Iterable[Issue]:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
                     f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
                     "price the run under the profile of the engine that ran it (race report picks it)")
+
+
+@rule("WORK-009", title="discarded or environment tokens without the run that makes them", requires=_REQ)
+def discards_and_environment(ctx) -> Iterable[Issue]:
+    """Discarded completions (`count.discarded`: generated, never trained) and environment tokens
+    (`count.rollout_env`: a multi-turn rollout's tool outputs, prefilled) are priced from means:
+    an importer's per-step kept count and the run description's environment tokens, or an
+    estimate's setup. So: at most every completion is discarded; a report whose work has either
+    states them in its `rollouts` section (RO-001 ties the two); `rollouts.multi_turn.turns`
+    above 1 needs environment tokens between the turns; and a measured ledger has neither -- it
+    prices the rows it trained from their real lengths (work_from_lengths), which say nothing of
+    rows it did not train or tokens the policy did not generate. Exact."""
+    sy = _system(ctx, any_method=True)
+    if sy is None or sy.n is None:
+        return
+    if sy.D > sy.n:
+        yield Issue(_wp("count.discarded"), f"{sy.D:,} completions discarded of the {sy.n:,} generated",
+                    "a run discards at most what it generated")
+    if (sy.D or sy.E) and "rollouts" not in ctx.doc:
+        what = " and ".join(x for x, v in (("discarded completions", sy.D), ("environment tokens", sy.E)) if v)
+        yield Issue("$.rollouts", f"the work has {what} but the report has no rollouts section stating them",
+                    "rebuild the report (race import / race report --estimate write the rollouts section, report 1.2)")
+    if sy.T > 1 and not sy.E:
+        yield Issue("$.rollouts.multi_turn.turns", f"{float(sy.T):g} policy turns a rollout, but no environment tokens "
+                    "between them", "a multi-turn rollout feeds tool/environment tokens back between turns")
+    if sy.method in (None, "measured") and (sy.D or sy.E):
+        yield Issue(_wp("count.discarded" if sy.D else "count.rollout_env"),
+                    "a measured ledger prices the rows it trained from their real lengths: it has no discarded "
+                    "completions or environment tokens", "import the run's log (race import), which prices them "
+                    "from its per-step counts, or declare provenance imported or estimated")

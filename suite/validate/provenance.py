@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..numbers import json_count
 from .registry import Issue, rule
 
 MIN_IDENTICAL = 3
@@ -19,8 +20,9 @@ def _method(doc: dict) -> str | None:
 
 
 def _declared(doc: dict) -> int | None:
+    """provenance.steps when it is a count (SCHEMA reports anything else)."""
     prov = doc.get("provenance")
-    return prov.get("steps") if isinstance(prov, dict) else None
+    return json_count(prov.get("steps")) if isinstance(prov, dict) else None
 
 
 def _ledger(ctx):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..accounting import PHASES
+from ..numbers import json_count
 from .registry import Issue, rule
 
 _STAGE_HINT = "rebuild the staged estimate (race report --estimate SPEC with `stages:`), or fix the stage rows"
@@ -57,6 +58,86 @@ def last_stage(ctx) -> Iterable[Issue]:
             yield Issue(f"$.grpo.{k}", f"grpo.{k} = {g.get(k)!r} but the last stage has {v!r}", _STAGE_HINT)
 
 
+@rule("ST-004", title="a stage is not its own setup priced", requires=("stages", "totals", "grpo", "accounting",
+                                                                         "policy", "adapter", "reward", "provenance"))
+def stage_priced(ctx) -> Iterable[Issue]:
+    """Each stage is its own estimate: its work is `steps` x work_from_means(its means, the
+    report's settings with the stage's K, prompts per step, cap and mu), exactly as `race report
+    --estimate` priced it (kept share, environment tokens, turns and reward tokens from the
+    stage's means; turns default to `rollouts.multi_turn.turns`), its `tokens` are that work's
+    and its `flops` that work priced per phase; `totals.work` is the sum of the stages' work,
+    key by key, and the provenance means the step-weighted means of the stages'. With ST-001
+    and PHYS-001, a staged report's FLOPs follow from its stage rows alone: editing a stage's
+    steps, means, K, cap or mu -- or its FLOPs and the totals with them -- without pricing the
+    stage again is refused. Exact."""
+    from dataclasses import replace
+
+    from ..accounting import add_work, tokens_from_work
+    from .equations import priced_means, settings_of
+    from .physics import _inputs, _priced
+
+    doc = ctx.doc
+    try:
+        base, args = settings_of(doc), _inputs(doc)
+    except Exception:       # noqa: BLE001 -- SCHEMA and PHYS-006 name an unreadable setting or spec
+        return
+    ro = doc.get("rollouts") if ctx.section_ok("rollouts") else {}
+    mt = ro.get("multi_turn") or {}
+    works = []
+    for i, x in enumerate(doc["stages"]):
+        g = x["grpo"]
+        settings = replace(base, **{k: json_count(g[k]) for k in ("group_size", "prompts_per_step",
+                                                                   "max_completion_tokens", "num_iterations")})
+        m = dict(x["means"])
+        if m.get("environment_tokens") and "turns" not in m:
+            m["turns"] = mt.get("turns", 1)
+        one = priced_means(doc, m, settings, where=f"$.stages[{i}].means")
+        if not isinstance(one, dict):
+            if one is not None:
+                yield one
+            return
+        work = {k: v * json_count(x["steps"]) for k, v in one.items()}     # 120.0 steps are 120
+        works.append(work)
+        name = x["name"]
+        if "tokens" in x and tokens_from_work(work) != x["tokens"]:
+            yield Issue(f"$.stages[{i}].tokens", f"stage {name}: tokens {x['tokens']} but {x['steps']:,} steps of its "
+                        f"means give {tokens_from_work(work)}", _STAGE_HINT)
+        flops = _priced(work, (*args[:2], settings, *args[3:]))
+        bad = [ph for ph in PHASES if int(flops[ph]) != x["flops"][ph]]
+        if bad:
+            ph = bad[0]
+            yield Issue(f"$.stages[{i}].flops.{ph}", f"stage {name}: {ph} FLOPs {x['flops'][ph]:,} but {x['steps']:,} "
+                        f"steps of its setup (K {g['group_size']}, prompts {g['prompts_per_step']}, cap "
+                        f"{g['max_completion_tokens']:,}, mu {g['num_iterations']}, mean completion "
+                        f"{m['completion_tokens']:g}) cost {int(flops[ph]):,}", _STAGE_HINT)
+    want, work = add_work(*works), doc["totals"]["work"]
+    bad = [k for k in sorted(set(want) | set(work)) if want.get(k, 0) != work.get(k, 0)]
+    if bad:
+        k, more = bad[0], f" (and {len(bad) - 1} more statistics)" if len(bad) > 1 else ""
+        yield Issue(f'$.totals.work["{k}"]', f"work {k} is {work.get(k, 0):,} but the stages' work sums to "
+                    f"{want.get(k, 0):,}{more}", _STAGE_HINT)
+    means = doc["provenance"].get("means")
+    steps = sum(x["steps"] for x in doc["stages"])
+    for key in ("prompt_tokens", "completion_tokens"):
+        avg = sum(x["steps"] * x["means"][key] for x in doc["stages"]) / steps
+        if isinstance(means, dict) and abs(means.get(key, 0) - avg) > 1e-9 * max(avg, 1):
+            yield Issue(f"$.provenance.means.{key}", f"mean {key} {means.get(key)!r} but the stages' step-weighted "
+                        f"mean is {avg:g}", _STAGE_HINT)
+
+
+@rule("ST-005", title="stages in a report that is not an estimate", requires=("stages", "provenance"))
+def stages_estimated(ctx) -> Iterable[Issue]:
+    """Stages are priced from their means: a staged report is an estimate (`provenance.method`
+    estimated). A measured or imported run's ledger carries every step with its own settings
+    and lengths, and the work equations (WORK-001..006) hold its totals to one set of settings;
+    stage rows beside it would be a second, unchecked account of the same run."""
+    method = ctx.doc["provenance"]["method"]
+    if method != "estimated":
+        yield Issue("$.stages", f"a {method or 'measured'} report with stages: a staged report is an estimate, each "
+                    "stage priced from its means", "rebuild it with race report --estimate (stages:), or drop the "
+                    "stages of a ledger-backed report")
+
+
 @rule("RO-001", title="rollouts do not match the work they summarise", requires=("rollouts", "totals"))
 def rollouts_match_work(ctx) -> Iterable[Issue]:
     """`rollouts.generated` must be `totals.work["count.completions"]`, `rollouts.discarded` its
@@ -84,27 +165,36 @@ def rollouts_match_work(ctx) -> Iterable[Issue]:
                     f"the work has {env:,}", _RO_HINT)
 
 
-@rule("RO-002", title="the update trains more tokens than the kept rollouts hold", requires=("rollouts", "totals", "grpo", "accounting"))
+@rule("RO-002", title="the update trains more tokens than the kept rollouts hold",
+      requires=("rollouts", "totals", "grpo", "accounting", "provenance"))
 def update_within_kept(ctx) -> Iterable[Issue]:
     """Discarded rollouts are never trained on: `totals.tokens.update` may not exceed
     num_iterations x (trained / generated) x (prompt tokens of every completion + policy tokens +
     environment tokens), where an engine profile that prefills one prompt per group (prefix
-    caching) counted each prompt once in `tokens.rollout_prompt` (times K then); 1% tolerance, as
+    caching) counted each prompt once in `tokens.rollout_prompt` (times K then) -- for a staged
+    run, the sum of that over its stages, each with its own mu, K and kept share (an estimate's
+    declared kept share stands for trained / generated, which rounds the discards of each batch
+    to whole completions); 1% tolerance, as
     the physics rules allow (the kept count of fractional means is rounded per step). A report that
-    discards 20% of its rollouts but charges the update for all of them fails here."""
-    from ..accounting import ENGINES
+    discards 20% of its rollouts but charges the update for all of them fails here. An estimate
+    keeps the same share of every batch; an imported ledger keeps a different count each step, of
+    rows of different lengths, so the totals bound nothing finer than mu x every row (SCHED-001)
+    and WORK-004 ties its update to each record's kept rows instead."""
+    from .schedule_rules import _profile, _segments
 
-    ro, t, g = ctx.doc["rollouts"], ctx.doc["totals"], ctx.doc["grpo"]
-    if not ro["generated"]:
+    ro, t = ctx.doc["rollouts"], ctx.doc["totals"]
+    prof = _profile(ctx.doc)
+    if not ro["generated"] or prof is None or ctx.doc["provenance"]["method"] != "estimated" or \
+            ("stages" in ctx.doc and not ctx.section_ok("stages")):
         return
-    prof = ENGINES.get(ctx.doc["accounting"].get("engine_profile"))
-    k = 1 if prof is not None and prof.prefill_per_completion else g["group_size"]
-    tok, env = t["tokens"], t["work"].get("count.rollout_env", 0)
-    held = k * tok["rollout_prompt"] + tok["rollout_completion"] + env
-    bound = g["num_iterations"] * ro["trained"] / ro["generated"] * held
-    if tok["update"] > bound * 1.01:     # 1%, as PHYS: kept counts of fractional means are rounded per step
-        yield Issue("$.totals.tokens.update", f"update tokens {tok['update']:,} exceed what the {ro['trained']:,} "
-                    f"kept of {ro['generated']:,} rollouts hold ({bound:,.0f} at mu = {g['num_iterations']})",
+    segs = _segments(ctx.doc, prof)
+    share = ro["trained"] / ro["generated"]
+    bound = sum(mu * (share if kept is None else kept) * rows for _, _, mu, _, rows, *_, kept, _ in segs)
+    if t["tokens"]["update"] > bound * 1.01:     # 1%, as PHYS: kept counts of fractional means are rounded per step
+        mus = sorted({s[2] for s in segs})
+        yield Issue("$.totals.tokens.update", f"update tokens {t['tokens']['update']:,} exceed what the "
+                    f"{ro['trained']:,} kept of {ro['generated']:,} rollouts hold ({bound:,.0f} at mu = "
+                    f"{'/'.join(map(str, mus))})",
                     "charge the update for the kept rollouts only; discarded ones are rollout compute")
 
 

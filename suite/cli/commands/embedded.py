@@ -3,8 +3,7 @@ recipes are a tool of the checkout (tools/embedded.py), not of the installed pac
 
 from __future__ import annotations
 
-import json
-
+from suite import jsonstrict
 from suite.cli import command
 from suite.errors import RaceError
 
@@ -43,7 +42,7 @@ def run(args) -> int:
         raise RaceError(f"no embedded models under {root}", "run `race embedded build`")
     print(f"{'model':<10} {'params':>9}  record")
     for folder in sorted(p for p in root.iterdir() if (p / "build.json").is_file()):
-        b = json.loads((folder / "build.json").read_text())
+        b = jsonstrict.read(folder / "build.json", hint="rebuild it: race embedded build")
         if "greedy_accuracy_heldout100" in b:
             note = f"SFT step {b['chosen_step']}, greedy accuracy {b['greedy_accuracy_heldout100']:.2f} on 100 held-out"
         else:
