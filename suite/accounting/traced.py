@@ -42,6 +42,7 @@ from fractions import Fraction
 from pathlib import Path
 import warnings
 
+from .. import jsonstrict
 from ..errors import RaceError
 from .adapter import Adapter, LoraUnit
 from .layerflops import Regions, SkipFailed, no_gc, record_outputs, skip, structures
@@ -448,8 +449,8 @@ def _costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dict:
     path = _cache_file(spec, adapter, rg0, gc)
     if path is not None and path.is_file():
         try:
-            got = json.loads(path.read_text())
-            if set(got) == {"fwd", "base", "bwd", "recompute"}:
+            got = jsonstrict.loads(path.read_bytes())
+            if isinstance(got, dict) and set(got) == {"fwd", "base", "bwd", "recompute"}:
                 return got
         except (OSError, ValueError):
             pass  # a damaged cache entry is measured again
