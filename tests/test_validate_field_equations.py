@@ -216,6 +216,17 @@ def test_sched001_estimate_kept_share_tolerance_at_both_edges():
         assert ("SCHED-001" in _ids(validate_report(bad))) == fires, (u, want, slack)
 
 
+def test_an_estimate_that_keeps_nothing_trains_nothing():
+    """kept_share 0 (the schema's minimum: every completion discarded) trains 0 update tokens;
+    SCHED-001 once read the share 0 as "not declared" and asked for every row trained."""
+    doc = _estimate(kept_share=0.0)
+    assert doc["totals"]["tokens"]["update"] == 0
+    assert _ids(f for f in validate_report(doc) if f.severity == "error") == set()    # PLAUS-004 warns: p = 0
+    bad = copy.deepcopy(doc)
+    bad["totals"]["tokens"]["update"] = 100       # over the estimate's slack of 7 batches
+    assert "SCHED-001" in _ids(validate_report(bad))
+
+
 # ---- staged estimates ----------------------------------------------------------------------------------
 
 

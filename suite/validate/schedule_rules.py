@@ -90,7 +90,9 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
         if update > want + slack:
             yield Issue(path, f"update tokens {update:,} exceed mu x rollout tokens = {mu} x {rows:,} = {want:,} "
                         f"(mu {mu}{sched}): rows are charged {update / rows:.3g} training passes, at most {mu} run", hint)
-        elif prov.get("method") == "estimated" and abs(update - want * (kept or 1)) > slack:
+            continue
+        trained = want if kept is None else want * kept     # a kept share of 0 trains nothing
+        if prov.get("method") == "estimated" and abs(update - trained) > slack:
             share = "" if kept is None else f" of the kept share {kept:g}"
             yield Issue(path, f"update tokens {update:,} but an estimate trains every row{share} mu = {mu} times: "
-                        f"{round(want * (kept or 1)):,}", "rebuild the estimate (race report --estimate)")
+                        f"{round(trained):,}", "rebuild the estimate (race report --estimate)")
