@@ -525,8 +525,8 @@ class Means:
     completion_tokens: float
     """Mean generated tokens per completion."""
     reward_tokens: float | None = None
-    """Mean tokens a reward model scores per completion; None: prompt + completion (model
-    rewards) or nothing (rule rewards)."""
+    """Mean tokens a reward model scores per completion; None: prompt + completion + environment
+    (model rewards, `scored`) or nothing (rule rewards)."""
     environment_tokens: float = 0
     """Multi-turn: mean environment/tool tokens per completion (prefill); completion_tokens are
     then the policy's own."""
@@ -534,6 +534,14 @@ class Means:
     """Multi-turn: mean policy turns per rollout."""
     kept_share: float | None = None
     """Share of the generated completions the update trained on (None: all)."""
+
+    def scored(self) -> float:
+        """Mean tokens a reward model scores per completion: `reward_tokens`, else every token of
+        the sequence it is priced over (`reward_tokens_of`: the prompt, the completion and a
+        multi-turn rollout's environment tokens)."""
+        if self.reward_tokens is not None:
+            return self.reward_tokens
+        return reward_tokens_of(self.prompt_tokens, self.completion_tokens + self.environment_tokens)
 
 
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
@@ -731,10 +739,7 @@ def build_estimate(run_spec: RunSpec, means: Means | None = None, *, created: st
 
         def price(s, m):
             return sum(_estimate(s, m)[1].values())
-    reward_tokens = None
-    if spec.reward.model:
-        reward_tokens = means.reward_tokens if means.reward_tokens is not None \
-            else reward_tokens_of(means.prompt_tokens, means.completion_tokens + means.environment_tokens)
+    reward_tokens = means.scored() if spec.reward.model else None
     # Everything a step was priced from (WORK-007 prices it again): what real runs do, when set.
     shape = {"environment_tokens": means.environment_tokens, "turns": means.turns} if means.environment_tokens else {}
     if means.kept_share is not None:
@@ -796,8 +801,7 @@ def _staged(run_spec: RunSpec, stages: list[tuple[str, RunSpec, Means]]):
         if m.kept_share is not None:
             mrow["kept_share"] = m.kept_share
         if s.reward.model:      # what the stage's reward model scored (ST-004 prices the row again)
-            mrow["reward_tokens"] = m.reward_tokens if m.reward_tokens is not None \
-                else reward_tokens_of(m.prompt_tokens, m.completion_tokens + m.environment_tokens)
+            mrow["reward_tokens"] = m.scored()
         row = {"name": name, "steps": s.steps,
                "grpo": {"group_size": g.group_size, "prompts_per_step": g.prompts_per_step,
                         "max_completion_tokens": g.max_completion_tokens, "num_iterations": g.num_iterations},
