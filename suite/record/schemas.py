@@ -26,21 +26,24 @@ SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 """The report versions this suite reads and validates (a 1.0 report has no provenance)."""
 
 
-def _models(doc: Mapping[str, Any]):
-    """The model blocks of a report document: policy, reward model, judges."""
-    yield doc.get("policy")
+def model_blocks(doc: Mapping[str, Any]):
+    """(section, JSON path, block) of each model block of a report document (name, spec,
+    parameter counts): the policy, the reward model and every evaluation's judge."""
+    blocks = [("policy", "$.policy", doc.get("policy"))]
     reward = doc.get("reward")
-    yield reward.get("model") if isinstance(reward, dict) else None
-    for row in doc.get("evaluations") or ():
-        yield row.get("judge") if isinstance(row, dict) else None
+    blocks.append(("reward", "$.reward.model", reward.get("model") if isinstance(reward, dict) else None))
+    rows = doc.get("evaluations")
+    for i, row in enumerate(rows if isinstance(rows, list) else ()):
+        blocks.append(("evaluations", f"$.evaluations[{i}].judge", row.get("judge") if isinstance(row, dict) else None))
+    yield from ((section, where, m) for section, where, m in blocks if isinstance(m, dict))
 
 
 def version_for(doc: Mapping[str, Any], at_least: str = REPORT_VERSION) -> str:
     """The oldest report version that holds `doc` and is at least `at_least`: TRACED_VERSION when
     a model block carries a traced spec, else `at_least`. Reports without one read exactly as
     before, so readers of 1.2 keep reading them."""
-    traced = any(isinstance(m, dict) and isinstance(m.get("spec"), dict) and m["spec"].get("priced_by") == "traced"
-                 for m in _models(doc))
+    traced = any(isinstance(m.get("spec"), dict) and m["spec"].get("priced_by") == "traced"
+                 for _, _, m in model_blocks(doc))
     need = TRACED_VERSION if traced else at_least
     return max(need, at_least, key=lambda v: tuple(map(int, v.split("."))))
 LEDGER_RECORD = "ledger-record-v1.schema.json"
@@ -317,7 +320,7 @@ def record_shape() -> RecordShape:
                        seconds=tuple(props["seconds"]["properties"]), max_count=int(s["$defs"]["count"]["maximum"]))
 
 
-__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "version_for", "SUPPORTED_VERSIONS",
+__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
            "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
            "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",

@@ -38,6 +38,7 @@ from fractions import Fraction
 from typing import Iterable
 
 from ..numbers import json_count
+from .physics import settings_of, specs_of
 from .registry import Issue, rule
 
 _REQ = ("grpo", "accounting", "totals")
@@ -50,20 +51,6 @@ HINT = "rebuild the ledger and report from the run (race report LEDGER --spec SP
 def _method(doc) -> str | None:
     prov = doc.get("provenance")
     return prov.get("method") if isinstance(prov, dict) else None
-
-
-def settings_of(doc):
-    """suite.accounting.GRPOSettings of a report's grpo section; optional schedule fields
-    (gradient_accumulation_steps, steps_per_generation, pad_to_multiple_of) default as TRL's."""
-    from ..accounting import GRPOSettings
-
-    g = doc["grpo"]
-    opt = {k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation", "pad_to_multiple_of")
-           if isinstance(g.get(k), int) and not isinstance(g.get(k), bool)}
-    return GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
-                        num_iterations=g["num_iterations"], beta=g["beta"],
-                        max_completion_tokens=g["max_completion_tokens"],
-                        gradient_checkpointing=g["gradient_checkpointing"], **opt)
 
 
 class System:
@@ -703,13 +690,10 @@ def priced_means(doc, means: dict, settings, where: str = "$.provenance.means"):
     `race report --estimate` prices it. An Issue when the means cannot be priced; None when the
     specs cannot be read (PHYS-006 and SCHEMA say why)."""
     from ..accounting import reward_tokens_of, work_from_means
-    from ..accounting.stored import spec_from_dict
     from ..errors import RaceError
 
     try:    # recipe or traced specs (traced again, cached per config); PHYS-006 / PHYS-010 say why not
-        policy = spec_from_dict(doc["policy"]["spec"])
-        rm = doc["reward"]["model"]
-        rspec = spec_from_dict(rm["spec"]) if rm else None
+        policy, rspec = specs_of(doc)
     except (RaceError, KeyError, TypeError, ValueError):
         return None
     try:

@@ -59,14 +59,9 @@ class ModelRead:
 def _model_sections(doc, ok=None):
     """(JSON path, model block) of the policy, the reward model and every judge (of the sections
     `ok(name)` passes, when given)."""
-    if ok is None or ok("policy"):
-        yield "$.policy", doc["policy"]
-    if (ok is None or ok("reward")) and isinstance(doc["reward"].get("model"), dict):
-        yield "$.reward.model", doc["reward"]["model"]
-    if ok is None or ok("evaluations"):
-        for i, ev in enumerate(doc.get("evaluations") or ()):
-            if isinstance(ev.get("judge"), dict):
-                yield f"$.evaluations[{i}].judge", ev["judge"]
+    from ..record.schemas import model_blocks
+
+    return ((where, m) for section, where, m in model_blocks(doc) if ok is None or ok(section))
 
 
 def read_models(doc: dict, ok=None) -> dict[str, ModelRead]:
@@ -100,17 +95,37 @@ def read_models(doc: dict, ok=None) -> dict[str, ModelRead]:
     return out
 
 
-def _inputs(doc: dict, policy=None, reward_model=None, adapter_type: str | None = None):
-    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention);
-    the specs as read_models read them (default: read from the document here)."""
-    from ..accounting import Adapter, GRPOSettings
+def settings_of(doc):
+    """suite.accounting.GRPOSettings of a report's grpo section; optional schedule fields
+    (gradient_accumulation_steps, steps_per_generation, pad_to_multiple_of) default as TRL's."""
+    from ..accounting import GRPOSettings
+
+    g = doc["grpo"]
+    opt = {k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation", "pad_to_multiple_of")
+           if isinstance(g.get(k), int) and not isinstance(g.get(k), bool)}
+    return GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
+                        num_iterations=g["num_iterations"], beta=g["beta"],
+                        max_completion_tokens=g["max_completion_tokens"],
+                        gradient_checkpointing=g["gradient_checkpointing"], **opt)
+
+
+def specs_of(doc: dict) -> tuple:
+    """(policy, reward model or None) of a report's spec blocks, read back here
+    (suite.accounting.stored.spec_from_dict; raises as it does). The rules read them once, through
+    `read_models`; this is for callers with a document alone."""
     from ..accounting.stored import spec_from_dict
 
-    if policy is None:
-        policy = spec_from_dict(doc["policy"]["spec"])
-        rm = doc["reward"]["model"]
-        reward_model = spec_from_dict(rm["spec"]) if rm else None
+    rm = doc["reward"]["model"]
+    return spec_from_dict(doc["policy"]["spec"]), spec_from_dict(rm["spec"]) if rm else None
 
+
+def _inputs(doc: dict, policy=None, reward_model=None, adapter_type: str | None = None):
+    """Accounting objects from a report: (policy, adapter, settings, reward_model, engine, attention);
+    the specs as read_models read them (default: `specs_of` the document)."""
+    from ..accounting import Adapter
+
+    if policy is None:
+        policy, reward_model = specs_of(doc)
     a = doc["adapter"]
     kind = adapter_type or a["type"]
     if kind == a["type"]:
@@ -118,14 +133,8 @@ def _inputs(doc: dict, policy=None, reward_model=None, adapter_type: str | None 
                           **({"targets": tuple(a["targets"])} if a["targets"] else {}))
     else:  # the other type's price: full fine-tuning, or a rank-8 LoRA on every projection
         adapter = Adapter.from_rank(0 if kind == "full" else 8)
-    g = doc["grpo"]
-    settings = GRPOSettings(group_size=g["group_size"], prompts_per_step=g["prompts_per_step"],
-                            num_iterations=g["num_iterations"], beta=g["beta"],
-                            max_completion_tokens=g["max_completion_tokens"],
-                            gradient_checkpointing=g["gradient_checkpointing"],
-                            **{k: g[k] for k in ("gradient_accumulation_steps", "steps_per_generation") if k in g})
     acc = doc["accounting"]
-    return policy, adapter, settings, reward_model, acc["engine_profile"], acc["attention"]
+    return policy, adapter, settings_of(doc), reward_model, acc["engine_profile"], acc["attention"]
 
 
 def recompute(doc: dict, models: dict[str, ModelRead] | None = None) -> Recomputation:

@@ -73,12 +73,12 @@ def stage_priced(ctx) -> Iterable[Issue]:
     from dataclasses import replace
 
     from ..accounting import add_work, tokens_from_work
-    from .equations import priced_means, settings_of
+    from .equations import priced_means
     from .physics import _inputs, _priced
 
     doc = ctx.doc
     try:
-        base, args = settings_of(doc), _inputs(doc)
+        args = _inputs(doc)     # (policy, adapter, settings, reward model, profile, attention)
     except Exception:       # noqa: BLE001 -- SCHEMA and PHYS-006 name an unreadable setting or spec
         return
     ro = doc.get("rollouts") if ctx.section_ok("rollouts") else {}
@@ -86,7 +86,7 @@ def stage_priced(ctx) -> Iterable[Issue]:
     works = []
     for i, x in enumerate(doc["stages"]):
         g = x["grpo"]
-        settings = replace(base, **{k: json_count(g[k]) for k in ("group_size", "prompts_per_step",
+        settings = replace(args[2], **{k: json_count(g[k]) for k in ("group_size", "prompts_per_step",
                                                                    "max_completion_tokens", "num_iterations")})
         m = dict(x["means"])
         if m.get("environment_tokens") and "turns" not in m:
