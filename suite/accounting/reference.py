@@ -198,10 +198,9 @@ def measure_train_pass(spec: ModelSpec, adapter: Adapter, prompt_lengths: Sequen
 
 def _scored(model, n_layers: int, ids, mask, labels):
     """TRL's fused LM head in plain torch: the backbone's (the module holding the decoder layers)
-    last hidden states but the last position,
-    every position projected by the LM head (as on a device without Triton), log-probs of the
-    labels and the entropy, the head's logits recomputed in the backward (a checkpoint, as the
-    fused head's backward recomputes them)."""
+    last hidden states but the last position, every position projected by the LM head (as on a
+    device without Triton), log-probs of the labels and the entropy, the head's logits recomputed
+    in the backward (a checkpoint, as the fused head's backward recomputes them)."""
     import torch
     from torch.utils.checkpoint import checkpoint
 

@@ -19,7 +19,7 @@ import json
 
 from ..errors import RaceError
 from .modelspec import ModelSpec
-from .traced import canonical
+from .traced import PATH_RECIPE, PATH_TRACED, canonical
 
 PRICED_BY = "priced_by"
 """The key of a stored spec that names the path that prices it (absent: the recipe)."""
@@ -35,12 +35,13 @@ class TracedUnverifiable(RaceError):
 
 def is_traced(d) -> bool:
     """Whether a stored spec dict is priced by the traced path."""
-    return isinstance(d, dict) and d.get(PRICED_BY) == "traced"
+    return isinstance(d, dict) and d.get(PRICED_BY) == PATH_TRACED
 
 
 def priced_by(d) -> str:
-    """'traced' or 'recipe', as a stored spec dict says."""
-    return "traced" if is_traced(d) else "recipe"
+    """'traced' or 'recipe', as a stored spec dict says (`traced.priced_by` answers the same of a
+    spec object)."""
+    return PATH_TRACED if is_traced(d) else PATH_RECIPE
 
 
 def traced_available() -> bool:

@@ -172,7 +172,7 @@ def _meta_model(config: str):
 def _fresh(config: str, device: str, keep: tuple[int, ...] | None = None):
     """A model to measure (and to wrap with peft): a copy of the cached meta model, or on the CPU a
     freshly initialised one (seeded). With `keep` (the layers of `_classes`), every other decoder
-    layer is a `_Skip`: it is never copied, run nor adapted."""
+    layer is a `layerflops.skip` stand-in: it is never copied, run nor adapted."""
     import copy
 
     if device != "meta":

@@ -63,7 +63,7 @@ INPUTS = {
     "run": ("cell", "resume"), "study": ("study", "calibrate"), "submit": ("report",), "validate": ("paths",),
 }
 """The arguments of each command that name files or folders it reads (never blocked on: a FIFO,
-device or socket among them is refused before the command runs; tests/test_hostile.py names a
+device or socket among them is refused before the command runs; tests/test_limits.py names a
 FIFO at each)."""
 
 

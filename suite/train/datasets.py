@@ -72,10 +72,10 @@ FORMATS: dict[str, DatasetFormat] = {
     "math": DatasetFormat("math", "problem", "solution", "solution", _boxed_answer, keep=("level", "type")),
 }
 
-#: Embedded split name -> the real data set it stands in for.
 DATA_BYTES = 1 << 31
 """A .json data set is read whole: 2 GiB at most (JSON Lines and parquet are streamed)."""
 
+#: Embedded split name -> the real data set it stands in for.
 EMBEDDED_SPLITS = {"train": "Polaris-53K", "arith-easy-250": "GSM8K", "arith-hard-250": "MATH-500",
                    "arith-easy-2000": "a large held-out GSM8K-like set"}
 

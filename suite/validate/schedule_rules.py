@@ -25,10 +25,11 @@ def _share(x) -> float | None:
 
 def _segments(doc: dict, prof) -> list[tuple]:
     """(path, K, mu, prompts per step, prompt + completion + environment tokens of every
-    generated row, update tokens, completions, kept share (None: not declared), environment
-    tokens?) of the report, or of each
-    stage of a staged one: the rollout's prompt count is per completion, or per group of K
-    where the engine profile shares a prompt's prefill."""
+    generated row, update tokens, completions, kept share, environment tokens?) of the report,
+    or of each stage of a staged one: the rollout's prompt count is per completion, or per group
+    of K where the engine profile shares a prompt's prefill. The kept share is the declared one:
+    None where a report declares none (its rollouts' trained / generated stands), 1 for a stage
+    that declares none (it discards nothing, whatever the other stages do)."""
     g, t = doc["grpo"], doc["totals"]
     if "stages" not in doc:
         w = t["work"]
