@@ -21,7 +21,7 @@ FIX = Path(__file__).parent / "fixtures" / "mlperf"
 CREATED = "2026-12-02T00:00:00Z"
 
 
-def _shape(rng, cap: int, decode_model: bool) -> tuple[float, float, float, float | None]:
+def _shape(rng, cap: int) -> tuple[float, float, float, float | None]:
     """(completion mean, environment tokens, turns, kept share) that fit `cap`: some runs
     multi-turn, some filtered, most both."""
     kind = rng.choice(("filtered", "multi-turn", "both", "both"))
@@ -50,7 +50,7 @@ def field_pool(folder: Path, seed: int = 1, n_staged: int = 8, n_estimated: int 
     for i in range(n_staged):
         spec = _spec_dict(300 + i, rng, profiles[i % len(profiles)])
         cap = spec["grpo"]["max_completion_tokens"]
-        c, env, turns, kept = _shape(rng, cap, False) if i % 3 else (0.0, 0.0, 1.0, None)
+        c, env, turns, kept = _shape(rng, cap) if i % 3 else (0.0, 0.0, 1.0, None)
         spec["rollouts"] = _rollouts_desc(env, turns) if (env or kept is not None) else None
         rs = RunSpec.from_dict(spec)
         stages = []
@@ -68,7 +68,7 @@ def field_pool(folder: Path, seed: int = 1, n_staged: int = 8, n_estimated: int 
         out.append(("estimated", build_estimate(rs, stages=stages, created=CREATED).doc, None))
     for i in range(n_estimated):
         spec = _spec_dict(400 + i, rng, profiles[i % len(profiles)])
-        c, env, turns, kept = _shape(rng, spec["grpo"]["max_completion_tokens"], False)
+        c, env, turns, kept = _shape(rng, spec["grpo"]["max_completion_tokens"])
         spec["steps"], spec["rollouts"] = rng.randint(1, 500), _rollouts_desc(env, turns)
         means = Means(round(rng.uniform(5, 400), 1), c, environment_tokens=env, turns=turns, kept_share=kept)
         out.append(("estimated", build_estimate(RunSpec.from_dict(spec), means, created=CREATED).doc, None))
@@ -97,7 +97,7 @@ def _imported_field_records(spec: dict, rng) -> tuple[list, int, float, float]:
     policy, adapter, g, rm = _objects(spec)
     eng, att = spec["accounting"]["engine_profile"], spec["accounting"]["attention"]
     n = g.group_size * g.prompts_per_step
-    c0, env, turns, kept0 = _shape(rng, g.max_completion_tokens, False)
+    c0, env, turns, kept0 = _shape(rng, g.max_completion_tokens)
     recs, step = [], 0
     for _ in range(rng.randint(1, 4)):
         gens = rng.randint(1, 3)

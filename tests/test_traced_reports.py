@@ -46,20 +46,12 @@ engine: {{name: trl, version: 1.16.0, profile: trl}}
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     """Config folders of a GPT-2 policy and a GPT-2 sequence-classification reward model (no
-    recipe: traced), with traced coefficients cached in this module's own folder."""
-    import os
-
+    recipe: traced; their coefficients cached in the session's folder, tests/conftest.py)."""
     root = tmp_path_factory.mktemp("traced-reports")
-    old = os.environ.get("RACE_TRACED_CACHE")
-    os.environ["RACE_TRACED_CACHE"] = str(root / "cache")
     for name, cfg in (("gpt2-tiny", GPT2), ("gpt2-rm", GPT2_RM)):
         (root / name).mkdir()
         (root / name / "config.json").write_text(json.dumps(cfg))
-    yield root
-    if old is None:
-        del os.environ["RACE_TRACED_CACHE"]
-    else:
-        os.environ["RACE_TRACED_CACHE"] = old
+    return root
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from validate_strategies import FORGERIES, applicable_forgeries, forge, forgery_
 TABLE = {**FORGERIES, **FIELD_FORGERIES}
 
 SCALE = float(os.environ.get("RACE_FUZZ_SCALE", "1"))
-SEEDS = max(1, int(SCALE))   # forgeries per (report, kind): 1 in CI (~600), 10 in the heavy lane
+SEEDS = max(1, int(SCALE))   # forgeries per (report, kind): 1 in CI (~1100, docs/validation.md), 10 in the heavy lane
 
 
 POOL_SEED = 1 if SCALE <= 1 else random.randrange(10**6)   # the heavy lane draws its pool at random
