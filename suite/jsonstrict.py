@@ -161,6 +161,8 @@ def read(path: str | os.PathLike, *, hint: str | None = None, allow_nan: bool = 
     try:
         return load(path, max_bytes=max_bytes, allow_nan=allow_nan)
     except JSONInputError as e:
+        if e.kind in ("type", "size"):     # refused before parsing: not a question of JSON
+            raise RaceError(f"{path}: {e.message}", hint or e.hint) from None
         raise RaceError(f"{path}: not valid JSON ({e.message})", hint or e.hint) from None
     except OSError as e:
         raise RaceError(f"cannot read {path}: {e.strerror or e}", hint) from None

@@ -158,6 +158,8 @@ def test_strict_readers_refuse_a_fifo(tmp_path):
     with within(5.0):
         with pytest.raises(jsonstrict.JSONInputError, match="a FIFO"):
             jsonstrict.load(tmp_path / "f")
+        with pytest.raises(RaceError, match=r"/f: not a regular file \(a FIFO\) \("):    # not "not valid JSON"
+            jsonstrict.read(tmp_path / "f")
         with pytest.raises(RaceError, match="is a FIFO"):
             yamlstrict.load(tmp_path / "f")
 
