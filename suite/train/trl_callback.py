@@ -533,7 +533,8 @@ class RaceLedger(TrainerCallback):
         self.settings = self.settings or settings_of(args)
         found = engine_of(model, args)
         vllm = found.startswith("trl-vllm")
-        if self.engine is not None and self.engine.startswith("trl-vllm") != vllm or vllm and self.engine not in (None, found):
+        # a vLLM trainer's profile is exactly what it runs (with or without the IS correction's forward)
+        if self.engine is not None and (self.engine.startswith("trl-vllm") != vllm or (vllm and self.engine != found)):
             raise RaceError(f"RaceLedger(engine={self.engine!r}) contradicts the trainer: "
                             f"args.use_vllm={bool(getattr(args, 'use_vllm', False))}, vllm_importance_sampling_correction="
                             f"{bool(getattr(args, 'vllm_importance_sampling_correction', True))}, so it runs as {found!r}",
