@@ -27,7 +27,8 @@ PAPER = tasks() / "studies" / "paper.yaml"
 CI = tasks() / "studies" / "ci.yaml"
 #: Folders holding committed study evidence whose findings must regenerate byte for byte: the CI
 #: study's export (a fixture) and the full study's (docs/findings).
-COMMITTED = [Path(__file__).parent / "fixtures" / "findings-ci", home() / "docs" / "findings"]
+COMMITTED = [Path(__file__).parent / "fixtures" / "findings-ci", home() / "docs" / "findings",
+             home() / "docs" / "decisive"]
 
 
 @pytest.fixture(scope="module")
