@@ -284,3 +284,20 @@ def test_a_stage_may_not_change_what_its_row_does_not_record():
         build_estimate(rs, stages=stages)
     stages[0] = ("a", replace(rs, grpo=replace(rs.grpo, group_size=4)), m)
     assert validate_report(build_estimate(rs, stages=stages).doc) == []
+
+
+def test_an_imports_unpadded_rollout_logits_are_exact(tmp_path):
+    """The heavy lane's miss (pool seed 394410): a two-record trl-vllm import whose rollout work
+    was scaled ~1% and repriced hid inside the half-unit slack. Logits and completion tokens come
+    from the same integer lengths in every importer, so one logit off is refused."""
+    from suite.cli import main
+
+    fix = paths.home() / "tests" / "fixtures" / "trl"
+    assert main(["import", "trl", str(fix / "trainer_state.json"), "--cell", str(fix / "cell-trl-qwen0.5b.yaml"),
+                 "--out", str(tmp_path), "--engine-profile", "trl-vllm"]) == 0
+    doc = json.loads((tmp_path / "report.json").read_text())
+    assert validate_report(doc, base_dir=tmp_path) == []
+    recs = [json.loads(x) for x in (tmp_path / "ledger.jsonl").read_text().splitlines() if x.strip()]
+    recs[0]["work"]["rollout.lm_head"] -= 1
+    _rebuild(doc, tmp_path, recs)
+    assert "WORK-003" in _ids(validate_report(doc, base_dir=tmp_path))
