@@ -78,7 +78,7 @@ def _rule(completions, **kw):
 
 
 def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batch=4, full=False, gc=True,
-         chat=False, steps=2, ledger_kw=None):
+         chat=False, steps=2, pad=None, ledger_kw=None):
     from datasets import Dataset
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
@@ -95,6 +95,8 @@ def _run(tmp_path, parts, *, reward="rule", mu=1, beta=0.0, ga=1, spg=None, batc
     funcs = {"rule": [_rule], "model": [rm], "both": [_rule, rm]}[reward]
     procs = [tok if f is rm else None for f in funcs] if reward != "rule" else None
     sched = {"steps_per_generation": spg} if spg else {}
+    if pad:
+        sched["pad_to_multiple_of"] = pad
     args = GRPOConfig(output_dir=str(tmp_path / "trainer"), per_device_train_batch_size=batch, num_generations=2,
                       max_completion_length=8, num_iterations=mu, beta=beta, gradient_accumulation_steps=ga,
                       max_steps=steps, use_cpu=True, bf16=False, report_to=[], save_strategy="no",
@@ -304,6 +306,26 @@ def test_steps_per_generation_charges_each_step_its_slice_and_the_report_states_
     assert "SCHED-001" in ids and ids <= {"SCHED-001", "WORK-004", "WORK-005"}, findings
     (sched,) = [f for f in findings if f.rule_id == "SCHED-001"]
     assert "exceed mu x rollout tokens" in sched.message and "steps_per_generation 2" in sched.message
+
+
+def test_pad_to_multiple_of_is_priced_and_the_report_carries_it(tmp_path, parts):
+    """TRL rounds every padded width up to pad_to_multiple_of (its default on Trainium: 128);
+    the ledger prices the rounded widths exactly, and the report records the setting (1.4), which
+    the validator's settings read back (before, the schema had no place for it)."""
+    from suite.cli import main
+
+    trainer, ledger, measured = _run(tmp_path, parts, pad=8)
+    recs = read_ledger(ledger.ledger_path).records
+    assert sum(sum(r["flops"].values()) for r in recs) == measured
+    assert all(r["work"]["update.train.tokens"] % 8 == 0 for r in recs)
+    report = json.loads(ledger.write_report().read_text())
+    assert report["grpo"]["pad_to_multiple_of"] == 8 and report["schema_version"] == "1.4"
+    assert main(["validate", "--strict", str(ledger.out_dir / "report.json")]) == 0
+    from suite.validate import validate_path
+
+    (ledger.out_dir / "report.json").write_text(json.dumps({**report, "schema_version": "1.3"}))
+    (schema,) = [f for f in validate_path(str(ledger.out_dir / "report.json")) if f.rule_id.startswith("SCHEMA")]
+    assert "pad_to_multiple_of needs schema_version 1.4" in schema.message     # a 1.3 reader could not hold it
 
 
 def _bare_trainer(tmp_path, parts, **kw):

@@ -153,6 +153,15 @@ def test_unknown_schema_version_names_supported_ones():
     assert f.rule_id == "SCHEMA-001" and "supported: 1.0" in f.message
 
 
+@pytest.mark.parametrize("version, section, value, said", [
+    ("1.1", "stages", [], "rollouts and stages need schema_version 1.2"),
+    ("1.1", "curve", {}, "curve (scores along the run) needs schema_version 1.2"),
+])
+def test_a_section_newer_than_the_reports_version_is_named_with_the_version_it_needs(version, section, value, said):
+    doc = {**_doc(), "schema_version": version, section: value}
+    assert any(f.message.startswith(said) for f in validate_report(doc) if f.rule_id == "SCHEMA-002")
+
+
 HOSTILE = {
     "not-json": (b"hello", "INPUT-004"),
     "trailing": (b'{"schema_version": "1.0"} {}', "INPUT-004"),

@@ -66,12 +66,15 @@ class GRPOSettings:
 
     def schedule(self) -> dict:
         """The TRL schedule, where it is not the plain one (the report's optional grpo keys):
-        steps_per_generation when set, gradient_accumulation_steps when set or not 1."""
+        steps_per_generation when set, gradient_accumulation_steps when set or not 1,
+        pad_to_multiple_of when set (report 1.4)."""
         out = {}
         if self.steps_per_generation is not None or self.gradient_accumulation_steps != 1:
             out["gradient_accumulation_steps"] = self.gradient_accumulation_steps
         if self.steps_per_generation is not None:
             out["steps_per_generation"] = self.steps_per_generation
+        if self.pad_to_multiple_of is not None:
+            out["pad_to_multiple_of"] = self.pad_to_multiple_of
         return out
 
     def to_dict(self) -> dict:

@@ -22,7 +22,9 @@ REPORT_VERSION = "1.2"
 optional sections of real runs); a report that needs a later one names it (`version_for`)."""
 TRACED_VERSION = "1.3"
 """The version that adds model specs priced by the traced path (`spec.priced_by: traced`)."""
-SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3")
+PADDED_VERSION = "1.4"
+"""The version that adds TRL's pad_to_multiple_of to the grpo section."""
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
 """The report versions this suite reads and validates (a 1.0 report has no provenance)."""
 
 
@@ -39,13 +41,16 @@ def model_blocks(doc: Mapping[str, Any]):
 
 
 def version_for(doc: Mapping[str, Any], at_least: str = REPORT_VERSION) -> str:
-    """The oldest report version that holds `doc` and is at least `at_least`: TRACED_VERSION when
-    a model block carries a traced spec, else `at_least`. Reports without one read exactly as
-    before, so readers of 1.2 keep reading them."""
-    traced = any(isinstance(m.get("spec"), dict) and m["spec"].get("priced_by") == "traced"
-                 for _, _, m in model_blocks(doc))
-    need = TRACED_VERSION if traced else at_least
-    return max(need, at_least, key=lambda v: tuple(map(int, v.split("."))))
+    """The oldest report version that holds `doc` and is at least `at_least`: PADDED_VERSION when
+    the grpo section carries pad_to_multiple_of, TRACED_VERSION when a model block carries a
+    traced spec, else `at_least`. Reports without either read exactly as before, so readers of
+    1.2 keep reading them."""
+    need = [at_least]
+    if any(isinstance(m.get("spec"), dict) and m["spec"].get("priced_by") == "traced" for _, _, m in model_blocks(doc)):
+        need.append(TRACED_VERSION)
+    if isinstance(doc.get("grpo"), dict) and "pad_to_multiple_of" in doc["grpo"]:
+        need.append(PADDED_VERSION)
+    return max(need, key=lambda v: tuple(map(int, v.split("."))))
 LEDGER_RECORD = "ledger-record-v1.schema.json"
 """One line of a ledger.jsonl."""
 RACE = "race-v1.schema.json"
@@ -320,7 +325,7 @@ def record_shape() -> RecordShape:
                        seconds=tuple(props["seconds"]["properties"]), max_count=int(s["$defs"]["count"]["maximum"]))
 
 
-__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
+__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "PADDED_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
            "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
            "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",
