@@ -305,3 +305,36 @@ def test_a_resumed_trl_run_regenerates_early_and_passes(tmp_path):
     bad = copy.deepcopy(doc)
     bad["grpo"]["num_iterations"] = 3                  # no batch served three steps
     assert "WORK-001" in _refused(bad, tmp_path)
+
+
+@pytest.mark.parametrize("profile", ["trl", "trl-vllm"])
+def test_linear_attention_chunk_counts_are_bounded_by_the_scanned_tokens(tmp_path, profile):
+    """WORK-010 on measured ledgers of a linear-attention model (Qwen3-Next: 64-token chunks),
+    padded (trl) and unpadded (trl-vllm), prompts and completions from 1 to 300 tokens: the real
+    counts pass; a pass's chunks one below max(rows, tokens / 64), or at tokens / 64 + rows + 1,
+    consistently repriced, are refused."""
+    import random
+
+    from validate_strategies import _records
+
+    rng = random.Random(5)
+    spec = {**_spec(profile), "policy": "Qwen3-Next-80B-A3B-Instruct",
+            "grpo": {**_spec(profile)["grpo"], "max_completion_tokens": 300, "group_size": 3}}
+    lengths = [([rng.randint(1, 300)], [rng.randint(1, 300) for _ in range(3)]) for _ in range(4)]
+    doc = _built(tmp_path, spec, lengths, layout="per-generation")
+    assert validate_report(doc, base_dir=tmp_path) == []
+    w = doc["totals"]["work"]
+    for name in ("update.train", "rollout"):
+        tokens = w["rollout.prefill_tokens" if name == "rollout" else f"{name}.tokens"]
+        rows = w[f"{name}.rows"]
+        assert max(rows, tokens / 64) <= w[f"{name}.chunks"] < tokens / 64 + rows
+        for delta in (-1, +1):      # one chunk outside the band, moved in the first record
+            recs = _records(tmp_path)
+            r = [r for r in recs if r["work"][f"{name}.rows"]][0]["work"]
+            edge = max(rows, -(-tokens // 64)) - 1 if delta < 0 else tokens // 64 + rows + 1
+            r[f"{name}.chunks"] += edge - w[f"{name}.chunks"]
+            bad = copy.deepcopy(doc)
+            folder = tmp_path / f"{name}{delta}"
+            folder.mkdir()
+            _reledger(bad, folder, recs)
+            assert "WORK-010" in _refused(bad, folder), (name, delta)

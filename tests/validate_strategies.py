@@ -516,6 +516,25 @@ def _is_flop_work(k):
     return not k.startswith("count.")
 
 
+def _is_chunk(k):
+    return k.endswith((".chunks", ".chunks2"))
+
+
+def _chunk_edit(doc, folder, rng):
+    """Linear-attention chunk counts scaled, repriced. Halved or less, or more than doubled:
+    a count inside [max(rows, tokens / 64), tokens / 64 + rows] needs the lengths to be seen
+    (WORK-010; docs/validation.md says how little it moves)."""
+    recs = _records(folder)
+    edit = _scale(_is_chunk, rng.choice((0.01, 0.35, 0.45, 2.2)))
+    for r in recs:
+        edit(r["work"])
+    _rebuild(doc, folder, recs)
+
+
+def _has_chunks(doc):
+    return any(_is_chunk(k) and v for k, v in doc["totals"]["work"].items())
+
+
 def _is_attention(k):
     return ".attn_" in k
 
@@ -692,6 +711,7 @@ FORGERIES = {
     "rollout-work-scaled": (("measured", "imported"), _always, _work_edit(_is_rollout)),
     "all-work-scaled": (("measured", "imported"), _always, _work_edit(_is_flop_work)),
     "attention-scaled": (("measured", "imported"), _always, _work_edit(_is_attention)),
+    "linear-chunks-scaled": (("measured", "imported"), _has_chunks, _chunk_edit),
     "reward-work-scaled": (("measured", "imported"), lambda d: d["reward"]["model"] is not None, _work_edit(_is_reward)),
     "old-policy-pass-dropped": (("measured", "imported"), _has_pass("update.old"), _drop_pass("update.old")),
     "reference-pass-dropped": (("measured", "imported"), _has_pass("update.ref"), _drop_pass("update.ref")),

@@ -23,6 +23,7 @@ Estimates (WORK-007): totals.work = steps x work_from_means(means, settings), ke
 means with their kept share, environment tokens and turns; a staged estimate stage by stage
 (ST-004 in rollout_rules). Every ledger-backed report (WORK-008): the engine profile is one of
 the engine's own. WORK-009: discards and environment tokens only where a run can make them.
+WORK-010: linear-attention chunk counts within what the scanned tokens and rows allow.
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
 exact. An imported ledger prices per-step *means* and rounds each statistic once per generation
@@ -785,3 +786,49 @@ def discards_and_environment(ctx) -> Iterable[Issue]:
                     "a measured ledger prices the rows it trained from their real lengths: it has no discarded "
                     "completions or environment tokens", "import the run's log (race import), which prices them "
                     "from its per-step counts, or declare provenance imported or estimated")
+
+
+@rule("WORK-010", title="linear-attention chunk counts outside what the scanned tokens allow", requires=_REQ)
+def chunk_counts(ctx) -> Iterable[Issue]:
+    """A linear-attention (or chunked SSM) pass scans each sequence in chunks of the model's
+    chunk size c (64 for the recipes; a traced Mamba-2's config chunk_size): `X.chunks` =
+    sum of ceil(length / c) over its `X.rows` scans, so max(rows, tokens / c) <= chunks <
+    tokens / c + rows, whatever the lengths (every scan has a token, a chunk holds at most c);
+    `X.chunks2` (sums of squares) lies between max(chunks, chunks^2 / rows) and one long scan's
+    (chunks - rows + 1)^2 + rows - 1. The tokens are the pass's positions (the rollout's:
+    its prefill tokens; the rows are tied to the completions by WORK-003/004/005). A chunk count
+    halved or doubled is always outside; inside the band, at most rows chunks can move without
+    the lengths (docs/validation.md). Imported: within half a unit per statistic and generation
+    batch."""
+    from ..accounting.work import Needs
+    from ..errors import RaceError
+
+    sy = _system(ctx)
+    if sy is None or not any(k.endswith((".rows", ".chunks")) and v for k, v in sy.w.items()):
+        return
+    try:    # the chunk size is the model's; PHYS-006 / PHYS-010 say why a spec cannot be read
+        policy, rspec = specs_of(ctx.doc)
+    except (RaceError, KeyError, TypeError, ValueError):
+        return
+    w, sl = sy.w, sy.slack(3)
+    for name in ("rollout", "update.train", "update.old", "update.ref", "reward"):
+        needs = Needs.of(rspec if name == "reward" else policy)
+        rows, chunks = w.get(f"{name}.rows", 0), w.get(f"{name}.chunks", 0)
+        tokens = w.get("rollout.prefill_tokens" if name == "rollout" else f"{name}.tokens", 0)
+        if not (needs.chunks or needs.chunks2) or not (rows or chunks) \
+                or name == "rollout" and "rollout.prefill_tokens" not in w:
+            continue
+        c = Fraction(tokens, needs.chunk_size)
+        what = f"{name} chunks ({rows:,} scans of {tokens:,} tokens in chunks of {needs.chunk_size})"
+        for i in (_ge(_wp(f"{name}.chunks"), chunks, max(rows, c), what, sl),
+                  _le(_wp(f"{name}.chunks"), chunks, c + rows, what, sl)):
+            if i:
+                yield i
+        if needs.chunks2 and rows:
+            sq = w.get(f"{name}.chunks2", 0)
+            for i in (_ge(_wp(f"{name}.chunks2"), sq, max(chunks, Fraction(chunks * chunks, rows)),
+                          f"{name} squared chunk counts ({chunks:,} chunks over {rows:,} scans)", sl),
+                      _le(_wp(f"{name}.chunks2"), sq, (chunks - rows + 1) ** 2 + rows - 1,
+                          f"{name} squared chunk counts ({chunks:,} chunks over {rows:,} scans)", sl)):
+                if i:
+                    yield i
