@@ -260,3 +260,21 @@ def test_a_grid_key_keeps_snapshots_in_every_cell_and_typos_are_one_line(tmp_pat
     assert main(["grid", str(path), "--plan"]) == 2
     err = capsys.readouterr().err
     assert "unknown eval.curve key 'evry'" in err and "every" in err and "Traceback" not in err
+
+
+def test_a_scored_run_whose_snapshots_are_gone_stays_done(tmp_path):
+    """An exported study keeps reports, not snapshots: resuming a study over it (race study --out on
+    a copy of docs/decisive) must not rescore its cells, nor count one with a missing point done."""
+    from suite.evaluate.curve import curve_done
+    from suite.paths import home
+
+    cell = tmp_path / "cell"
+    shutil.copytree(home() / "docs" / "decisive" / "cells" / "policy-m-4e12-sparse-mu1-r8-s0", cell)
+    assert not (cell / "snapshots").exists()
+    assert curve_done(cell, ["arith-easy-2000"], 200)
+    assert not curve_done(cell, ["arith-easy-2000"], 100)          # scored on another subset
+    doc = json.loads((cell / "report.json").read_text())
+    assert [p["step"] for p in doc["curve"]["points"]] == [0, 25, 50, 75, 100, 125, 150]   # 155 steps, every 25
+    doc["curve"]["points"] = [p for p in doc["curve"]["points"] if p["step"] != 75]
+    (cell / "report.json").write_text(json.dumps(doc))
+    assert not curve_done(cell, ["arith-easy-2000"], 200)

@@ -106,14 +106,24 @@ def points_to_score(run_dir: str | Path):
 
 def curve_done(run_dir: str | Path, targets, limit: int | None) -> bool:
     """Whether the report of `run_dir` holds a point, on this subset of every target, for step 0
-    and for every snapshot before its last step."""
+    and for every snapshot before its last step. A run whose snapshots were removed once scored
+    (an exported study keeps reports only) is held to its curve's own `every`."""
     try:
         rep, snaps = points_to_score(run_dir)
+        steps = [0, *(s for s, _ in snaps)]
     except RaceError:
-        return False
+        from ..record.report import read_report
+
+        try:
+            rep = read_report(Path(run_dir) / "report.json", check=False)
+        except RaceError:
+            return False
+        every = (rep.doc.get("curve") or {}).get("every")
+        if not every:
+            return False
+        steps = range(0, rep.steps, every)
     labels = {result_name(t, min(limit or target(t).size, target(t).size)) for t in targets}
-    return (rep.doc.get("curve") or {}).get("limit", limit) == limit and \
-        all(_done(rep.doc, step, labels) for step in [0, *(s for s, _ in snaps)])
+    return (rep.doc.get("curve") or {}).get("limit", limit) == limit and all(_done(rep.doc, s, labels) for s in steps)
 
 
 def evaluate_curve(run_dir: str | Path, targets=DEFAULT_TARGETS, limit: int | None = DEFAULT_LIMIT, *,
