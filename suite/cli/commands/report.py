@@ -71,7 +71,40 @@ def configure(p):
                    help="output format. From a ledger or an estimate: json is the report v1 document, markdown/latex "
                         "its table row. From report files: the table (total FLOPs and its split, p, tokens per phase, "
                         "model size, reward system, accounting convention, scores) as markdown, latex or json")
+    p.add_argument("--predict-hours", action="store_true",
+                   help="with report files: predict each one's accelerator-hours from its FLOPs and hardware "
+                        "(roofline floors over the efficiency fitted on runs that state time, docs/cost.md) and print "
+                        "{stated, predicted, low, high}")
+    p.add_argument("--leave-one-out", action="store_true",
+                   help="with --predict-hours: fit without the report's own calibration record (a published run "
+                        "predicted without its own hours)")
+    p.add_argument("--json", action="store_true", help="with --predict-hours: print JSON")
     return run
+
+
+def _predict_hours(args) -> int:
+    """race report --predict-hours [--leave-one-out] REPORT... [--json]."""
+    import json
+
+    from ...analysis.cost import predict_report, read_calibration
+    from ...record.report import read_report
+
+    if not args.ledger or args.spec or args.estimate:
+        raise RaceError("--predict-hours takes report files", "race report --predict-hours [--leave-one-out] REPORT --json")
+    records = read_calibration()
+    rows = [predict_report(read_report(x), records, leave_one_out=args.leave_one_out) for x in args.ledger]
+    if args.json:
+        keep = ("run", "accelerator", "gpus", "stated", "predicted", "low", "high", "inside", "leave_one_out")
+        out = [{k: r[k] for k in keep} for r in rows]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+        return 0
+    for r in rows:
+        stated = "not stated" if r["stated"] is None else f"stated {r['stated']:,.0f}"
+        print(f"{r['run']}: {r['gpus']} x {r['accelerator']}, predicted {r['predicted']:,.0f} accelerator-hours "
+              f"({r['low']:,.0f}-{r['high']:,.0f}), {stated}"
+              + ("" if r["inside"] is None else f" ({'inside' if r['inside'] else 'outside'} the range)")
+              + (" [leave-one-out]" if r["leave_one_out"] else ""))
+    return 0
 
 
 def _read_evaluations(path: str) -> list[dict]:
@@ -136,6 +169,10 @@ def run(args) -> int:
     from ...record.report import Provenance, build_report
     from ...train.cell import load_cell, load_run_description
 
+    if args.predict_hours:
+        return _predict_hours(args)
+    if args.leave_one_out:
+        raise RaceError("--leave-one-out goes with --predict-hours", "race report --predict-hours --leave-one-out REPORT")
     out = Path(args.output) if args.output else None
     if out is not None:
         from ...outputs import output_file
