@@ -54,6 +54,10 @@ def describe(energy: Mapping | None) -> str:
         return "energy: not measured (the report has no cost.energy section)"
     if not energy.get("measured"):
         return f"energy: not measured: {energy.get('reason')}"
+    if "joules" not in energy:
+        return (f"energy: {energy['total_joules'] / 3.6e6:.4g} kWh over {energy['window_seconds']:,.0f} s from "
+                f"{energy.get('method')} ({energy.get('devices')} {energy.get('scope', 'accelerators')}; not split by "
+                "phase: the readings have no phase boundaries)")
     j = energy["joules"]
     total = sum(j.values())
     return (f"energy: {total / 3.6e6:.4g} kWh ({', '.join(f'{ph} {v / 3.6e6:.4g}' for ph, v in j.items())}) from "
