@@ -29,10 +29,12 @@ def _energy(doc) -> dict | None:
 
 
 def _table_entry(doc):
-    """(hardware table entry or None, the name looked up): cost.hardware.name, else hardware.accelerator."""
+    """(hardware table entry or None, the name looked up): of hardware.accelerator (what the run
+    held), else of cost.hardware.name."""
     from ..accounting.hardware import match
 
-    name = ((doc.get("cost") or {}).get("hardware") or {}).get("name") or (doc.get("hardware") or {}).get("accelerator")
+    hw = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
+    name = hw.get("accelerator") or ((doc.get("cost") or {}).get("hardware") or {}).get("name")
     return match(name), name
 
 
@@ -49,22 +51,22 @@ def energy_hardware(ctx) -> Iterable[Issue]:
     e = _energy(doc)
     ch = (doc.get("cost") or {}).get("hardware")
     hw = doc.get("hardware") if ctx.section_ok("hardware") else None
-    if isinstance(ch, dict) and hw and match(hw["accelerator"]) is not None and match(ch["name"]) is not None \
-            and match(hw["accelerator"]).name != match(ch["name"]).name:
+    acc = match(hw["accelerator"]) if hw else None
+    if isinstance(ch, dict) and hw and match(ch["name"]) is not None and acc is not match(ch["name"]):
         yield Issue("$.cost.hardware.name", f"cost.hardware names {ch['name']} but hardware.accelerator is "
-                    f"{hw['accelerator']} ({match(hw['accelerator']).name})",
+                    f"{hw['accelerator']!r}" + (f" ({acc.name})" if acc else " (not in the table)"),
                     "name the accelerator the run held in both places")
+        return
     if e is None:
         return
-    acc, name = _table_entry(doc)
     known = ", ".join(a.name for a in table())
     if hw is None:
         yield Issue("$.cost.energy", "measured energy without a hardware section: the accelerators and their count "
                     "are unknown, so no power bound can be checked",
                     "add hardware: {accelerator, count, peak_flops, wall_seconds}")
     elif acc is None:
-        yield Issue("$.hardware.accelerator", f"accelerator {name!r} is not in the hardware table: its maximum board "
-                    "power is unknown", f"name one of {known} (or its alias), or add it to "
+        yield Issue("$.hardware.accelerator", f"accelerator {hw['accelerator']!r} is not in the hardware table: its "
+                    "maximum board power is unknown", f"name one of {known} (or its alias), or add it to "
                     "suite/accounting/catalog/hardware.yaml with its datasheet")
     elif e.get("devices", 0) > hw["count"]:
         yield Issue("$.cost.energy.devices", f"energy read from {e['devices']} devices but the run held "
