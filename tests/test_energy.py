@@ -139,6 +139,28 @@ def test_without_a_counter_energy_is_not_measured_in_one_line(tmp_path):
     assert line.startswith("energy: not measured: ") and "\n" not in line and meter.reason in line
 
 
+def test_zeus_windows_are_asked_for_by_name_and_missing_zeus_is_said(monkeypatch):
+    from suite.train.energy import Unmeasured, ZeusMeter, open_meter
+
+    monkeypatch.setenv("RACE_ENERGY", "zeus")
+    m = open_meter()
+    assert isinstance(m, Unmeasured) and "zeus" in m.reason.lower()
+
+    class Windows:      # ZeusMonitor's begin_window/end_window contract (Measurement.total_energy, joules)
+        def __init__(self):
+            self.open = []
+
+        def begin_window(self, key):
+            self.open.append(key)
+
+        def end_window(self, key):
+            assert self.open.pop() == key
+            return type("Measurement", (), {"total_energy": 2.5})()
+
+    z = ZeusMeter(Windows(), 1)
+    assert [z.read(), z.read(), z.read()] == [0, 2500, 5000]          # a counter in millijoules
+
+
 class ClockMeter:
     """NVML cannot run here: a counter driven by the clock (`watts` constant) stands in for
     nvmlDeviceGetTotalEnergyConsumption, with a reset (the driver reloading) after `reset_after`
@@ -156,7 +178,7 @@ class ClockMeter:
         return mj - 10 ** 12 if self.reset_after is not None and self.n > self.reset_after else mj + 10 ** 12
 
     def info(self):
-        return {"measured": True, "method": "nvml", "devices": 1, "names": ["clock"]}
+        return {"measured": True, "method": "nvml", "devices": 1, "names": ["NVIDIA H100 80GB HBM3"]}
 
 
 def test_race_ledger_records_joules_at_its_phase_boundaries_and_skips_a_reset(tmp_path, monkeypatch):
@@ -191,5 +213,29 @@ def test_race_ledger_records_joules_at_its_phase_boundaries_and_skips_a_reset(tm
     e = doc["cost"]["energy"]
     assert doc["schema_version"] == "1.5" and e["measured"] and (e["steps"], e["skipped"]) == (2, 1)
     assert e["joules"]["update"] == pytest.approx(sum(r["metrics"].get(METRICS["update"], 0) for r in recs), abs=0.01)
-    # A CPU run has no accelerator of the table to bound its energy: ENERGY-002 says so.
-    assert "ENERGY-002" in _ids(validate_report(doc, base_dir=Path(report).parent, file="report.json"))
+    # The devices NVML named are the table's H100-SXM: the report carries them as its hardware (the
+    # devices read, the ledger's seconds), and the energy rules hold it to 700 W a board.
+    assert doc["cost"]["hardware"]["name"] == "H100-SXM" and doc["hardware"]["count"] == 1
+    assert doc["hardware"]["wall_seconds"] == pytest.approx(sum(doc["totals"]["seconds"].values()))
+    assert _ids(validate_report(doc, base_dir=Path(report).parent, file="report.json")) == set()
+    doc["cost"]["energy"]["joules"]["update"] = 800.0 * doc["totals"]["seconds"]["update"]   # above 700 W
+    assert _ids(validate_report(doc, base_dir=Path(report).parent, file="report.json")) == {"ENERGY-001", "ENERGY-004"}
+
+
+def test_energy_that_cannot_be_bounded_or_is_one_node_of_many_is_not_measured(mlperf_run, tmp_path):
+    from suite.record.energy import SIDECAR, attach
+
+    doc, folder = _copy(mlperf_run, tmp_path / "r")
+    doc = _with_step_energy(doc, folder, watts=900.0)
+    ledger = folder / doc["ledger"]["path"]
+    base = {k: v for k, v in doc.items() if k != "cost"}
+    for info, why in (({"names": ["Acme X1"], "devices": 4, "world_size": 4}, None),
+                      ({"names": ["NVIDIA GB300"], "devices": 4, "world_size": 256}, "4 device(s) of one node")):
+        (folder / SIDECAR).write_text(json.dumps({"measured": True, "method": "nvml", **info}))
+        d = json.loads(json.dumps(base))
+        if why is None:
+            d.pop("hardware")        # no declared hardware and devices the table does not know
+        attach(d, ledger)
+        e = d["cost"]["energy"]
+        assert e["measured"] is False and (why or "not in the hardware table") in e["reason"]
+        assert "joules" not in e and validate_report(d, base_dir=folder, file="report.json") == []

@@ -80,8 +80,13 @@ def sidecar(folder: str | Path) -> dict | None:
 
 def attach(doc: dict, ledger_path: str | Path) -> None:
     """Add `cost.energy` to a report built from a ledger whose run read its GPUs' counters (and
-    name the version that holds it, 1.5). A run without a counter keeps its report as it was:
-    its energy.json says why, and `run_line` prints it."""
+    name the version that holds it, 1.5), with `cost.hardware` (the table entry the devices are)
+    and, where the run description declared none, the `hardware` the run measured on (the devices
+    read, the ledger's seconds). Energy that cannot be bounded or is not the whole run's -- devices
+    the hardware table does not know, one node of a multi-process run -- is recorded as not
+    measured, with the reason. A run without a counter keeps its report as it was: its
+    energy.json says why, and `run_line` prints it."""
+    from ..accounting.hardware import match
     from . import schemas
     from .ledger import LedgerReader
 
@@ -89,7 +94,25 @@ def attach(doc: dict, ledger_path: str | Path) -> None:
     if not info or not info.get("measured"):
         return
     energy = section(ledger_path, LedgerReader(Path(ledger_path)))
-    doc.setdefault("cost", {})["energy"] = energy
+    names = [str(n) for n in info.get("names") or []]
+    acc = match(names[0]) if names else None
+    devices, world = int(info.get("devices") or 1), int(info.get("world_size") or 1)
+    cost: dict = {}
+    if energy["measured"] and world > devices:
+        energy = {"measured": False, "reason": f"energy was read on {devices} device(s) of one node while the run had "
+                                               f"{world} processes: not the whole run's"}
+    elif energy["measured"] and acc is None and "hardware" not in doc:
+        energy = {"measured": False, "reason": f"the devices ({names[0] if names else 'unnamed'}) are not in the hardware "
+                                               "table, so their energy cannot be bounded: add them to "
+                                               "suite/accounting/catalog/hardware.yaml"}
+    elif energy["measured"] and acc is not None:
+        cost["hardware"] = acc.to_report()
+        if "hardware" not in doc:
+            wall = sum(float(v) for v in (doc.get("totals", {}).get("seconds") or {}).values())
+            if wall > 0:
+                doc["hardware"] = {"accelerator": acc.name, "count": devices, "peak_flops": acc.peak_flops,
+                                   "dtype": "bf16", "wall_seconds": wall}
+    doc["cost"] = {**doc.get("cost", {}), **cost, "energy": energy}
     doc["schema_version"] = schemas.version_for(doc, doc.get("schema_version") or schemas.REPORT_VERSION)
 
 

@@ -64,6 +64,45 @@ class Meter:
         return {"measured": True, "method": "nvml", "devices": len(self.handles), "names": list(self.names)}
 
 
+class ZeusMeter:
+    """Zeus measurement windows (zeus.monitor.ZeusMonitor: NVIDIA through NVML, AMD through amdsmi)
+    made into a counter: each read ends the open window and begins the next, and the counter is
+    the windows' energy so far. Zeus handles its devices' counters; a window it cannot measure
+    makes the reading None (the step is left out)."""
+
+    def __init__(self, monitor, devices: int):
+        self.monitor, self.devices, self.n, self.total_mj = monitor, devices, 0, 0
+
+    def read(self) -> int | None:
+        try:
+            if self.n:
+                m = self.monitor.end_window(f"race-{self.n}")
+                self.total_mj += int(round(float(m.total_energy) * 1000))
+            self.n += 1
+            self.monitor.begin_window(f"race-{self.n}")
+        except Exception:           # zeus raises its own errors for windows it could not measure
+            self.n = 0
+            return None
+        return self.total_mj
+
+    def info(self) -> dict:
+        return {"measured": True, "method": "zeus", "devices": self.devices, "names": []}
+
+
+def open_zeus() -> ZeusMeter | Unmeasured:
+    """Zeus windows over every GPU Zeus sees, or Unmeasured naming what is missing."""
+    try:
+        from zeus.monitor import ZeusMonitor
+    except ImportError:
+        return Unmeasured("zeus is not installed (pip install zeus; RACE_ENERGY=zeus asks for it)")
+    try:
+        monitor = ZeusMonitor()
+        devices = len(getattr(monitor, "gpu_indices", []) or [])
+    except Exception as e:
+        return Unmeasured(f"Zeus found no GPU energy to measure ({type(e).__name__}: {e})")
+    return ZeusMeter(monitor, devices) if devices else Unmeasured("Zeus found no GPU")
+
+
 def _visible(pynvml) -> list:
     """Handles of the devices CUDA_VISIBLE_DEVICES names (indices or GPU-/MIG- UUIDs), else all."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -76,8 +115,11 @@ def _visible(pynvml) -> list:
     return out
 
 
-def open_meter() -> Meter | Unmeasured:
-    """A meter over this process's GPUs, or Unmeasured naming what is missing."""
+def open_meter() -> Meter | ZeusMeter | Unmeasured:
+    """A meter over this process's GPUs, or Unmeasured naming what is missing: NVML's counters,
+    or Zeus windows where RACE_ENERGY=zeus."""
+    if os.environ.get("RACE_ENERGY", "").lower() == "zeus":
+        return open_zeus()
     try:
         import pynvml
     except ImportError:
@@ -104,7 +146,8 @@ def write_sidecar(folder: str | os.PathLike, meter) -> Path:
     """energy.json beside the ledger: the meter's method and devices, or the reason there is none."""
     from ..atomic import write_json_atomic
 
-    return write_json_atomic(Path(folder) / SIDECAR, meter.info())
+    world = int(os.environ.get("WORLD_SIZE") or 1)     # torchrun / accelerate: processes of the run
+    return write_json_atomic(Path(folder) / SIDECAR, {**meter.info(), "world_size": world})
 
 
 def step_metrics(joules: dict[str, float | None] | None) -> dict[str, float]:
@@ -114,4 +157,4 @@ def step_metrics(joules: dict[str, float | None] | None) -> dict[str, float]:
     return {METRICS[ph]: round(max(0.0, v), 3) for ph, v in joules.items()}
 
 
-__all__ = ["Meter", "Unmeasured", "open_meter", "write_sidecar", "step_metrics", "METRICS", "SKIPPED", "SIDECAR"]
+__all__ = ["Meter", "ZeusMeter", "Unmeasured", "open_meter", "open_zeus", "write_sidecar", "step_metrics", "METRICS", "SKIPPED", "SIDECAR"]

@@ -80,7 +80,9 @@ def configure(p):
     p.add_argument("--format", choices=sorted(FORMATS) or ["json"], default="json",
                    help="output format. From a ledger or an estimate: json is the report v1 document, markdown/latex "
                         "its table row. From report files: the table (total FLOPs and its split, p, tokens per phase, "
-                        "model size, reward system, accounting convention, scores) as markdown, latex or json")
+                        "model size, reward system, accounting convention, scores) as markdown, latex or json; "
+                        "model-doc: the compute, time and energy section of the EU model documentation form, the "
+                        "reports (a model's stages) added up to its cumulative compute (docs/cost.md)")
     p.add_argument("--base-flops", type=float, default=None, metavar="F",
                    help="with --format model-doc: the base model's pretraining compute, where the suite's facts do "
                         "not know it (with --base-source)")
