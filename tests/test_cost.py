@@ -125,3 +125,16 @@ def test_flops_takes_the_same_flags_and_bad_ones_are_one_line(capsys):
     assert code == 2 and "unknown accelerator 'TPU-v9'" in err
     code, _, err = run(capsys, *base, "--hardware", "H200")
     assert code == 2 and "--hardware needs --gpus N" in err
+
+
+def test_the_plan_example_of_docs_cost_runs(capsys):
+    import shlex
+
+    from tools.cost import PAGE
+
+    text = PAGE.read_text()
+    block = text[text.index("$ race plan"):]
+    block = block[:block.index("```")].replace("\\\n", " ")
+    argv = shlex.split(block)[2:]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "on 16 x H100-SXM" in out and "cost at 2.5 per accelerator-hour" in out
