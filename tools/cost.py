@@ -26,6 +26,7 @@ MLPERF = ROOT / "tests" / "fixtures" / "mlperf"
 CALIBRATION = ROOT / "tasks" / "cost" / "calibration.json"
 PAGE = ROOT / "docs" / "cost.md"
 BEGIN, END = "<!-- loo:begin -->", "<!-- loo:end -->"
+CAL_BEGIN, CAL_END = "<!-- calibration:begin -->", "<!-- calibration:end -->"
 
 
 def published_reports() -> list:
@@ -87,9 +88,35 @@ def loo_rows(published, recs) -> list[dict]:
     return leave_one_out(published, recs)
 
 
-def page_text(current: str, rows: list[dict]) -> str:
-    i, j = current.index(BEGIN) + len(BEGIN), current.index(END)
-    return current[:i] + "\n\n" + table(rows) + "\n\n" + current[j:]
+def calibration_table(recs) -> str:
+    """The records and the fits they give (Markdown)."""
+    from suite.analysis.cost import fit
+
+    lines = ["| source | run | accelerators | phase | floor hours (rollout + compute) | wall hours (stated or logged) | floor / wall |",
+             "|---|---|---|---|---|---|---|"]
+    for r in sorted(recs, key=lambda r: (r.source, r.run, r.phase)):
+        lines.append(f"| {r.source} | {r.run} | {r.gpus} x {r.accelerator} | {r.phase} | "
+                     f"{r.rollout_floor / 3600:,.2f} + {r.compute_floor / 3600:,.2f} | {r.seconds / 3600:,.2f} | "
+                     f"{r.efficiency:.3f} |")
+    lines.append("")
+    for regime in ("dense", "moe"):
+        e = fit(recs, regime=regime)
+        lines.append(f"- {regime} plans: rollout efficiency {e.rollout:.3f}, update and reward {e.compute:.3f} "
+                     f"(fitted on {e.n} records, {e.regime}); residual sd of log seconds {e.sd:.2f}, so the 80% "
+                     f"range is x / {e.factor:.2f} .. x {e.factor:.2f}")
+    return "\n".join(lines)
+
+
+def _block(text: str, begin: str, end: str, body: str) -> str:
+    i, j = text.index(begin) + len(begin), text.index(end)
+    return text[:i] + "\n\n" + body + "\n\n" + text[j:]
+
+
+def page_text(current: str, rows: list[dict], recs=None) -> str:
+    text = _block(current, BEGIN, END, table(rows))
+    if recs is not None and CAL_BEGIN in text:
+        text = _block(text, CAL_BEGIN, CAL_END, calibration_table(recs))
+    return text
 
 
 def build(check: bool = False) -> list[str]:
@@ -99,7 +126,8 @@ def build(check: bool = False) -> list[str]:
 
     pub = published_reports()
     recs = records(pub)
-    want = {CALIBRATION: calibration_text(recs), PAGE: page_text(PAGE.read_text(encoding="utf-8"), loo_rows(pub, recs))}
+    want = {CALIBRATION: calibration_text(recs),
+            PAGE: page_text(PAGE.read_text(encoding="utf-8"), loo_rows(pub, recs), recs)}
     stale = [str(p.relative_to(ROOT)) for p, text in want.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if not check:
         for p, text in want.items():
