@@ -90,7 +90,7 @@ def filing(reports: list, *, base_flops: float | None = None, base_source: str |
                         "a filing adds up the stages of one model; give its reports only")
     base = reports[0].model
     many = len(reports) > 1
-    at = (lambda f: f"{{report}}.{f}") if many else (lambda f: f)
+    at = (lambda f: f"{f} (summed over the reports)") if many else (lambda f: f)
     post = _sum(reports, "total")
     phases = {ph: Figure(_sum(reports, ph), (at(f"totals.flops.{ph}"),)) for ph in ("rollout", "update", "reward")}
     stages = []
