@@ -35,7 +35,12 @@ def test_cpu_tiny_run_matches_flopcounter_per_phase(tmp_path, capsys):
         assert r["ledger_flops_full"] == r["flopcounter_flops"], phase  # exact: same passes, same convention
         assert r["mfu"] == pytest.approx(r["achieved_flops_per_s"] / 1e12)
     assert doc["phases"]["rollout"]["tokens"] == 4 * 6 and doc["phases"]["update"]["tokens"] == 4 * 14
-    assert "ledger(full)/FlopCounter" in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert "ledger(full)/FlopCounter" in out_text
+    # The energy line: here no NVIDIA driver, so one line saying so and why (issue 40), no joules.
+    assert [x for x in out_text.splitlines() if x.startswith("energy")] == \
+        [f"energy: not measured: {doc['energy']['reason']}"]
+    assert doc["energy"]["measured"] is False and all(r["joules"] is None for r in doc["phases"].values())
 
 
 def test_without_cuda_it_exits_with_a_message(capsys):

@@ -60,12 +60,23 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+METER = None
+"""The GPUs' energy counters (suite.train.energy.open_meter), opened by main."""
+JOULES: list = []
+"""Joules of each timed call, in order (None where not measured or across a counter reset)."""
+
+
 def _timed(fn, device: str) -> tuple[object, float]:
+    from suite.train.energy import Meter
+
     _sync(device)
+    e0 = METER.read() if METER is not None else None
     t0 = time.perf_counter()
     out = fn()
     _sync(device)
-    return out, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    JOULES.append(Meter.between(e0, METER.read()) if METER is not None and e0 is not None else None)
+    return out, seconds
 
 
 def _counted(fn) -> int:
@@ -173,6 +184,22 @@ def ledger(policy, adapter, settings, prm, n, p, c, engine, attention) -> dict:
     return out
 
 
+def energy_line(results: dict, meter, table) -> str:
+    """One line: joules and mean watts per phase from the counters (against the board power of
+    the hardware table's entry), or "not measured" and why."""
+    info = meter.info() if meter is not None else {"measured": False, "reason": "no meter opened"}
+    if not info["measured"]:
+        return f"energy: not measured: {info['reason']}"
+    parts = []
+    for phase, r in results.items():
+        if r["joules"] is None:
+            parts.append(f"{phase} not measured (counter reset or unreadable)")
+        else:
+            parts.append(f"{phase} {r['joules']:.1f} J ({r['watts'] / info['devices']:.0f} W a device)")
+    cap = f"; board power {table.tdp_watts:g} W ({table.name})" if table is not None else ""
+    return f"energy ({info['devices']} device(s), NVML): " + ", ".join(parts) + cap
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,6 +224,11 @@ def main(argv=None) -> int:
               "Use --device cpu --tiny to run the same code on a tiny model.", file=sys.stderr)
         return 2
     torch.manual_seed(0)
+    global METER
+    from suite.train.energy import open_meter
+
+    METER = open_meter()     # NVML's total-energy counters, or why there are none
+    JOULES.clear()
     cuda = args.device.startswith("cuda")
     dtype = torch.bfloat16 if cuda else torch.float32
     if not cuda:
@@ -210,6 +242,11 @@ def main(argv=None) -> int:
     engine = "trl" if cuda else "trl-cpu"
     device_name = torch.cuda.get_device_name() if cuda else "cpu"
     peak = args.peak_tflops
+    from suite.accounting.hardware import match
+
+    table = match(device_name)     # the hardware table: peak and board power of the device
+    if peak is None and table is not None:
+        peak = table.peak_flops / 1e12
     if peak is None:
         peak = next((v for k, v in sorted(PEAK_BF16_TFLOPS.items(), key=lambda kv: -len(kv[0]))
                      if k in device_name), None)
@@ -222,7 +259,9 @@ def main(argv=None) -> int:
             ("rollout", n * c, lambda: rollout(policy, adapter, n, p, c, args.device, dtype)),
             ("update", n * (p + c), lambda: update(policy, adapter, n, p, c, args.device, dtype)),
             ("reward", n * (p + c), lambda: reward(prm, n, p + c, args.device, dtype))):
+        before = len(JOULES)
         seconds, counted = fn()
+        joules = JOULES[before] if len(JOULES) > before else None   # the timed call (the counted one is not)
         if cuda:
             torch.cuda.empty_cache()
         achieved = causal[phase] / seconds
@@ -230,7 +269,8 @@ def main(argv=None) -> int:
                           "ledger_flops": causal[phase], "achieved_flops_per_s": achieved,
                           "mfu": achieved / (peak * 1e12) if peak else None,
                           "ledger_flops_full": full[phase], "flopcounter_flops": counted,
-                          "ledger_over_counted": full[phase] / counted if counted else None}
+                          "ledger_over_counted": full[phase] / counted if counted else None,
+                          "joules": joules, "watts": joules / seconds if joules is not None else None}
 
     print(f"device {device_name}  dtype {str(dtype).split('.')[-1]}  peak "
           f"{f'{peak:g} TFLOP/s' if peak else 'unknown (pass --peak-tflops)'}  engine profile {engine}")
@@ -243,12 +283,14 @@ def main(argv=None) -> int:
         ratio = f"{r['ledger_over_counted']:.4f}" if r["ledger_over_counted"] else "-"
         print(f"{phase:8} {r['tokens']:>8} {r['seconds']:>9.3f} {r['tokens_per_s']:>11.1f} "
               f"{r['ledger_flops']:>13.4g} {r['achieved_flops_per_s']:>10.3g} {mfu:>7} {ratio:>25}")
+    print(energy_line(results, METER, table))
     wall = time.perf_counter() - t_all
     print(f"wall {wall:.1f} s")
     if args.json:
         doc = {"device": device_name, "dtype": str(dtype), "peak_tflops": peak, "engine_profile": engine,
                "policy": policy.name, "reward_model": prm.name, "lora_rank": args.rank, "prompts": args.prompts,
-               "k": args.k, "prompt_len": p, "completion_len": c, "wall_seconds": wall, "phases": results}
+               "k": args.k, "prompt_len": p, "completion_len": c, "wall_seconds": wall, "phases": results,
+               "energy": METER.info() if METER is not None else None}
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 

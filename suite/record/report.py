@@ -681,11 +681,15 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
             warn(msg)
     base = Path(report_dir) if report_dir is not None else ledger_path.parent
     rel = Path(os.path.relpath(ledger_path.resolve(), base.resolve())).as_posix()
-    return Report(_document(spec, totals_from(s.flops, s.tokens, s.work, s.records, s.seconds), provenance,
-                            run_id=spec.id or spec.label or ledger_path.resolve().parent.name or "run",
-                            created=created, times=(s.first_time, s.last_time) if s.first_time else None,
-                            evaluations=evaluations, notes=notes,
-                            ledger={"path": rel, "sha256": s.sha256, "records": s.records}))
+    doc = _document(spec, totals_from(s.flops, s.tokens, s.work, s.records, s.seconds), provenance,
+                    run_id=spec.id or spec.label or ledger_path.resolve().parent.name or "run",
+                    created=created, times=(s.first_time, s.last_time) if s.first_time else None,
+                    evaluations=evaluations, notes=notes,
+                    ledger={"path": rel, "sha256": s.sha256, "records": s.records})
+    from .energy import attach
+
+    attach(doc, ledger_path)      # cost.energy when the run read its GPUs' energy counters (1.5)
+    return Report(doc)
 
 
 def _estimate(spec: RunSpec, means: Means) -> tuple[dict, dict]:

@@ -24,7 +24,9 @@ TRACED_VERSION = "1.3"
 """The version that adds model specs priced by the traced path (`spec.priced_by: traced`)."""
 PADDED_VERSION = "1.4"
 """The version that adds TRL's pad_to_multiple_of to the grpo section."""
-SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
+COST_VERSION = "1.5"
+"""The version that adds the optional `cost` section (hardware table entry, energy per phase, price)."""
+SUPPORTED_VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 """The report versions this suite reads and validates (a 1.0 report has no provenance)."""
 
 
@@ -50,6 +52,8 @@ def version_for(doc: Mapping[str, Any], at_least: str = REPORT_VERSION) -> str:
         need.append(TRACED_VERSION)
     if isinstance(doc.get("grpo"), dict) and "pad_to_multiple_of" in doc["grpo"]:
         need.append(PADDED_VERSION)
+    if "cost" in doc:
+        need.append(COST_VERSION)
     return max(need, key=lambda v: tuple(map(int, v.split("."))))
 LEDGER_RECORD = "ledger-record-v1.schema.json"
 """One line of a ledger.jsonl."""
@@ -325,7 +329,7 @@ def record_shape() -> RecordShape:
                        seconds=tuple(props["seconds"]["properties"]), max_count=int(s["$defs"]["count"]["maximum"]))
 
 
-__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "PADDED_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
+__all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "PADDED_VERSION", "COST_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
            "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
            "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",

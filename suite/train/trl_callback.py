@@ -193,6 +193,8 @@ class RaceLedger(TrainerCallback):
         self._tokens_seen = None
         self._t_step = 0.0
         self._t_generated: float | None = None  # when this step's generation call returned
+        self._meter = None            # the GPUs' energy counters (suite.train.energy), opened at train begin
+        self._e_step = self._e_generated = None  # counter readings taken with _t_step and _t_generated
         self._longest_prompt = 0
         self._longest_reward = 0
         self._warned = set()
@@ -293,8 +295,8 @@ class RaceLedger(TrainerCallback):
         def generate_and_score(*args, **kwargs):
             training = self._in_step and bool(getattr(getattr(trainer, "model", None), "training", True))
             if training:
-                self._gen = self._t_generated = None   # a new generation batch: _see_generation fills it
-                t0 = time.perf_counter()
+                self._gen = self._t_generated = self._e_generated = None   # a new generation batch: _see_generation fills it
+                t0, e0 = time.perf_counter(), self._read_energy()
             out = gen(*args, **kwargs)
             if not training:
                 return out
@@ -303,6 +305,7 @@ class RaceLedger(TrainerCallback):
                 raise RaceError("RaceLedger did not see the generation TRL just scored",
                                 "attach RaceLedger with attach(trainer) before trainer.train()")
             g["t_begin"], g["t_generated"] = t0, self._t_generated
+            g["e_begin"], g["e_generated"] = e0, self._e_generated
             self._step_gens.append(g)
             self._buffer_gen = g
             ids = out.get("prompt_ids") if isinstance(out, dict) else None
@@ -328,6 +331,7 @@ class RaceLedger(TrainerCallback):
         def timed(*args, **kwargs):
             out = generate(*args, **kwargs)
             self._t_generated = time.perf_counter()
+            self._e_generated = self._read_energy()
             return out
 
         timed._race_wrapped = True
@@ -389,12 +393,15 @@ class RaceLedger(TrainerCallback):
             model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
         self._reward_ref.update(kind="orm", model=model)
         starts: list[float] = []
+        marks: list = []
 
         def before(mod, args, kwargs):
+            marks.append(self._read_energy())
             starts.append(time.perf_counter())
 
         def after(mod, args, kwargs, output):
             t0 = starts.pop() if starts else time.perf_counter()
+            e0 = marks.pop() if marks else None
             ids = kwargs.get("input_ids", args[0] if args else None)
             mask = kwargs.get("attention_mask")
             if ids is None:
@@ -403,6 +410,7 @@ class RaceLedger(TrainerCallback):
             rows, width = int(ids.shape[0]), int(ids.shape[-1])
             lengths = [int(n) for n in mask.sum(-1).tolist()] if mask is not None else [width] * rows
             self._add_reward([max(1, n) for n in lengths], [width] * rows, time.perf_counter() - t0)
+            self._add_reward_energy(e0)
 
         module.register_forward_pre_hook(before, with_kwargs=True)
         module.register_forward_hook(after, with_kwargs=True)
@@ -414,10 +422,12 @@ class RaceLedger(TrainerCallback):
         GRPOTrainer(reward_funcs=...) if you do not use attach()."""
 
         def wrapped(prompts, completions, completion_ids=None, **kwargs):
+            e0 = self._read_energy()
             t0 = time.perf_counter()
             out = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
             t1 = time.perf_counter()
             self._observe(func, prompts, completion_ids, kwargs.get("trainer_state"), out, t0, t1 - t0)
+            self._add_reward_energy(e0)
             self._step_overhead += time.perf_counter() - t1
             return out
 
@@ -449,8 +459,43 @@ class RaceLedger(TrainerCallback):
             prompt_lens = self._prompt_lengths(prompts)
             self._check_tokens(state, sum(prompt_lens) + sum(completions))
             self._gen = {"prompts": prompt_lens, "completions": completions, "reward_lengths": None,
-                         "reward_widths": None, "t_reward": t0, "reward_seconds": 0.0, "rewards": []}
+                         "reward_widths": None, "t_reward": t0, "reward_seconds": 0.0, "rewards": [],
+                         "e_reward": self._read_energy(), "reward_joules": 0.0}
         return self._gen
+
+    # ---- energy (suite.train.energy): counter readings beside the seconds ------------------------
+
+    def _read_energy(self):
+        """The GPUs' energy counter now (millijoules), None without one."""
+        return self._meter.read() if self._meter is not None else None
+
+    def _add_reward_energy(self, e0) -> None:
+        """Charge a reward window (from reading e0 to now) to this step's generation."""
+        g = self._gen if self._in_step else None
+        if g is None or self._meter is None or not self._meter.info()["measured"]:
+            return
+        from .energy import Meter
+
+        j = Meter.between(e0, self._read_energy())
+        g["reward_joules"] = None if j is None or g.get("reward_joules") is None else g["reward_joules"] + j
+
+    def _step_joules(self, gens: list[dict], e_end, reused: bool) -> dict | None:
+        """Joules per phase of the step that just ended, over the same intervals as its seconds;
+        None when a reading is missing or a counter went backwards (never a partial total)."""
+        from .energy import Meter
+
+        total = Meter.between(self._e_step, e_end)
+        if total is None:
+            return None
+        rollout = reward = 0.0
+        for i, g in enumerate([] if reused else gens):
+            start = self._e_step if i == 0 else g.get("e_begin")
+            gen_end = g.get("e_generated") if g.get("t_generated") and g["t_generated"] <= g["t_reward"] else g.get("e_reward")
+            r = Meter.between(start, gen_end)
+            if r is None or g.get("reward_joules") is None:
+                return None
+            rollout, reward = rollout + r, reward + g["reward_joules"]
+        return {"rollout": rollout, "update": max(0.0, total - rollout - reward), "reward": reward}
 
     def _add_reward(self, lengths: list[int], widths: list[int] | None, seconds: float) -> None:
         """A reward model's forward over sequences of `lengths` tokens (`widths`: their padded
@@ -554,6 +599,10 @@ class RaceLedger(TrainerCallback):
         elif self.ledger_path.exists() and self.ledger_path.stat().st_size:
             raise RaceError(f"ledger {self.ledger_path} already exists", "resume it or choose a new output folder")
         self._writer = LedgerWriter(self.ledger_path, resume=self.resume, fsync=self.fsync)
+        from .energy import open_meter, write_sidecar
+
+        self._meter = open_meter()      # NVML's counters, or why there are none (the report says so)
+        write_sidecar(self.out_dir, self._meter)
         self.steps = state.global_step
         self._last_gen = self._buffer_gen = None
         self._micro = 0
@@ -569,7 +618,8 @@ class RaceLedger(TrainerCallback):
         self._in_step = True
         self._gen = None
         self._step_gens, self._step_slices = [], []
-        self._t_generated = None
+        self._t_generated = self._e_generated = None
+        self._e_step = self._read_energy()
         self._t_step = time.perf_counter()
         self._t_step_begin_done = time.perf_counter()
 
@@ -578,11 +628,14 @@ class RaceLedger(TrainerCallback):
         from ..accounting import phase_flops, tokens_from_work, work_from_lengths
 
         t_end = time.perf_counter()
+        e_end = self._read_energy()
         self._in_step = False
         self._step_overhead += self._t_step_begin_done - self._t_step
         g = self._gen
+        step_gens = [g] if g is not None else []
         if self._sliced:
             work, seconds, gens = self._sliced_step(state, t_end)
+            step_gens = gens
             g = gens[0] if gens else None
             if len(gens) > 1:
                 g = {"rewards": [r for x in gens for r in x["rewards"]]}
@@ -611,6 +664,13 @@ class RaceLedger(TrainerCallback):
         flops = phase_flops(work, self.policy, self.adapter, self.settings, self.reward_model, self.engine,
                             self.attention)
         metrics = {"reward": sum(g["rewards"]) / len(g["rewards"])} if g is not None and g["rewards"] else None
+        if self._meter is not None and self._meter.info()["measured"]:
+            from .energy import step_metrics
+
+            for x in step_gens:
+                x.setdefault("t_generated", self._t_generated if x is self._gen else None)
+                x.setdefault("e_generated", self._e_generated if x is self._gen else None)
+            metrics = {**(metrics or {}), **step_metrics(self._step_joules(step_gens, e_end, not step_gens))}
         self._writer.append(state.global_step, tokens=tokens_from_work(work), work=work, flops=flops,
                             seconds={k: max(0.0, round(v, 6)) for k, v in seconds.items()}, metrics=metrics)
         for k in self.spent:

@@ -260,6 +260,9 @@ def configure(p: argparse.ArgumentParser):
     p.add_argument("--steps", type=int, default=1, metavar="N",
                    help="number of GRPO steps (each: one generation batch and its mu updates) for the totals (default: 1)")
     p.add_argument("--passes", action="store_true", help="also list FLOPs of every pass (generate, train forward, ...)")
+    from suite.cli.costargs import add_cost_arguments, cost_fields, cost_lines
+
+    add_cost_arguments(p)
 
     def run(args) -> int:
         if args.list_models:
@@ -271,7 +274,11 @@ def configure(p: argparse.ArgumentParser):
 
         policy = spec_for(args.model or args.config)  # a recipe, else the traced path (any decoder)
         d = compute(policy, args)
-        print(json.dumps(d, indent=2) if args.json else render(d, args.passes))
+        d.update(cost_fields(policy, d, args.steps, args))
+        text = render(d, args.passes)
+        if "cost" in d:
+            text += "\n\n" + "\n".join(cost_lines(policy.name, d["cost"]))
+        print(json.dumps(d, indent=2) if args.json else text)
         return 0
 
     return run

@@ -33,6 +33,9 @@ def configure(p):
                         "use_vllm, vLLM generation with prefix caching and the old-policy forward of TRL's default "
                         "importance-sampling correction; trl-vllm-no-is: the same with "
                         "vllm_importance_sampling_correction=False; trl-cpu: no Triton; generic: useful work only)")
+    p.add_argument("--power", metavar="DIR", default=None,
+                   help="mlperf only: the run's power folder (power/result_N with node_*.txt MLLOG power logs): their "
+                        "energy, integrated as MLPerf's result summarizer does, goes into the report's cost.energy")
     p.add_argument("--peak-tflops", type=float, default=989.0,
                    help="verl only: device peak in TFLOP/s used to turn perf/mfu/actor into FLOPs "
                         "(default 989: H100/H200 dense bf16, verl's own table)")
@@ -54,6 +57,10 @@ def run(args) -> int:
     from suite.record.report import Report
     from suite.train.cell import load_cell
 
+    if args.power and args.engine != "mlperf":
+        from suite.errors import RaceError
+
+        raise RaceError("--power goes with race import mlperf", "MLPerf power logs belong to an MLPerf run's log")
     cell = load_cell(args.cell, check_paths=False)
     out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
     if args.key_map or args.engine not in ("verl", "trl", "mlperf"):
@@ -65,6 +72,13 @@ def run(args) -> int:
         from suite.integrations.mlperf import import_mlperf
 
         res = import_mlperf(args.log, cell, out, engine_version=args.engine_version or "0.6.0", force=args.force)
+        if args.power:
+            from suite.integrations.mlperf_power import attach_power
+            from suite.record.energy import describe
+            from suite.record.report import read_report
+
+            attach_power(res.report, args.power)
+            print(describe(read_report(res.report).doc["cost"]["energy"]))
     elif args.engine == "verl":
         res = importers.import_verl(args.log, cell, out, engine_version=args.engine_version or "0.9.1",
                                     force=args.force, peak_tflops=args.peak_tflops)

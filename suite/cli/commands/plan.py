@@ -8,6 +8,7 @@ import json
 
 from suite.cli import command
 from suite.cli.commands.flops import add_step_arguments, compute, count_arg, sci
+from suite.cli.costargs import add_cost_arguments, cost_fields, cost_lines
 from suite.errors import RaceError
 
 
@@ -33,6 +34,7 @@ def plan(budget: float, policies, args) -> list[dict]:
             "flops_used": steps * per_step, "update_share": d["update_share"],
             "flops_per_step_by_phase": d["per_step"]["flops"],
             "pretraining": share_of_pretraining(steps * per_step, policy),
+            **cost_fields(policy, d, steps, args),
         })
     return rows
 
@@ -63,6 +65,7 @@ def render(budget: float, rows: list[dict], args) -> str:
     lines.append("post/pre = FLOPs used / the policy's pretraining compute (published, else 6*N*D; '?' unknown); EU 1/3: "
                  "the indicative check of C(2025) 5045 points 59-61 (one third of the original compute, unknown: of "
                  "10^23 FLOP) -- not legal advice.")
+    lines += [x for r in rows if "cost" in r for x in ["", *cost_lines(r["model"], r["cost"])]]
     return "\n".join(lines)
 
 
@@ -80,6 +83,7 @@ def configure(p: argparse.ArgumentParser):
     p.add_argument("--models", default=None, metavar="LIST",
                    help="comma-separated policies (catalog names or config.json paths); default: every catalog policy")
     add_step_arguments(p, single_model=False)
+    add_cost_arguments(p)
 
     def run(args) -> int:
         from suite.accounting.modelspec import catalog_names, load_spec

@@ -44,6 +44,16 @@ output_format("markdown")(_table("markdown"))
 output_format("latex")(_table("latex"))
 
 
+@output_format("model-doc")
+def _model_doc(report: dict) -> str:
+    # The compute, time and energy section of the EU model documentation form (docs/cost.md).
+    from ...analysis.filing import filing
+    from ...record.report import Report
+    from ...site.modeldoc import render
+
+    return render(filing([Report(report)]))
+
+
 @command("report", help="Build a compute-allocation report (v1 JSON) from a ledger and its run description, or "
                         "from a paper's aggregate numbers (--estimate); or, given report files, print the "
                         "compute-allocation table a paper should include.")
@@ -70,8 +80,62 @@ def configure(p):
     p.add_argument("--format", choices=sorted(FORMATS) or ["json"], default="json",
                    help="output format. From a ledger or an estimate: json is the report v1 document, markdown/latex "
                         "its table row. From report files: the table (total FLOPs and its split, p, tokens per phase, "
-                        "model size, reward system, accounting convention, scores) as markdown, latex or json")
+                        "model size, reward system, accounting convention, scores) as markdown, latex or json; "
+                        "model-doc: the compute, time and energy section of the EU model documentation form, the "
+                        "reports (a model's stages) added up to its cumulative compute (docs/cost.md)")
+    p.add_argument("--base-flops", type=float, default=None, metavar="F",
+                   help="with --format model-doc: the base model's pretraining compute, where the suite's facts do "
+                        "not know it (with --base-source)")
+    p.add_argument("--base-source", default=None, metavar="TEXT", help="where --base-flops is stated (URL and place)")
+    p.add_argument("--predict-hours", action="store_true",
+                   help="with report files: predict each one's accelerator-hours from its FLOPs and hardware "
+                        "(roofline floors over the efficiency fitted on runs that state time, docs/cost.md) and print "
+                        "{stated, predicted, low, high}")
+    p.add_argument("--leave-one-out", action="store_true",
+                   help="with --predict-hours: fit without the report's own calibration record (a published run "
+                        "predicted without its own hours)")
+    p.add_argument("--json", action="store_true", help="with --predict-hours: print JSON")
     return run
+
+
+def _predict_hours(args) -> int:
+    """race report --predict-hours [--leave-one-out] REPORT... [--json]."""
+    import json
+
+    from ...analysis.cost import predict_report, read_calibration
+    from ...record.report import read_report
+
+    if not args.ledger or args.spec or args.estimate:
+        raise RaceError("--predict-hours takes report files", "race report --predict-hours [--leave-one-out] REPORT --json")
+    records = read_calibration()
+    rows = [predict_report(read_report(x), records, leave_one_out=args.leave_one_out) for x in args.ledger]
+    if args.json:
+        keep = ("run", "accelerator", "gpus", "stated", "predicted", "low", "high", "inside", "leave_one_out")
+        out = [{k: r[k] for k in keep} for r in rows]
+        print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+        return 0
+    for r in rows:
+        stated = "not stated" if r["stated"] is None else f"stated {r['stated']:,.0f}"
+        print(f"{r['run']}: {r['gpus']} x {r['accelerator']}, predicted {r['predicted']:,.0f} accelerator-hours "
+              f"({r['low']:,.0f}-{r['high']:,.0f}), {stated}"
+              + ("" if r["inside"] is None else f" ({'inside' if r['inside'] else 'outside'} the range)")
+              + (" [leave-one-out]" if r["leave_one_out"] else ""))
+    return 0
+
+
+def _model_doc_files(args, out) -> int:
+    """race report --format model-doc REPORT...: the stage reports of one model added up."""
+    from ...analysis.filing import filing
+    from ...atomic import write_text_atomic
+    from ...record.report import read_report
+    from ...site.modeldoc import render
+
+    text = render(filing([read_report(x) for x in args.ledger], base_flops=args.base_flops, base_source=args.base_source))
+    if out:
+        write_text_atomic(out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _read_evaluations(path: str) -> list[dict]:
@@ -136,6 +200,10 @@ def run(args) -> int:
     from ...record.report import Provenance, build_report
     from ...train.cell import load_cell, load_run_description
 
+    if args.predict_hours:
+        return _predict_hours(args)
+    if args.leave_one_out:
+        raise RaceError("--leave-one-out goes with --predict-hours", "race report --predict-hours --leave-one-out REPORT")
     out = Path(args.output) if args.output else None
     if out is not None:
         from ...outputs import output_file
@@ -150,6 +218,8 @@ def run(args) -> int:
         if not args.ledger:
             raise RaceError("nothing to report", "race report LEDGER --spec SPEC, race report --estimate SPEC, or "
                                                  "race report REPORT... for the paper table")
+        if args.format == "model-doc":
+            return _model_doc_files(args, out)
         ledgers = [x for x in args.ledger if _looks_like_ledger(x)]
         if ledgers:
             raise RaceError(f"{ledgers[0]} is a ledger: a report is built from a ledger with its run description",

@@ -61,6 +61,10 @@ def run(args) -> int:
     print(f"{res.out}: {res.steps} steps, {tot:.3e} FLOPs (rollout {f['rollout'] / tot:.1%}, update "
           f"{f['update'] / tot:.1%}, reward {f['reward'] / tot:.1%}); {why}; report {res.report}",
           file=sys.stdout)
+    from ...record.energy import run_line
+    from ...record.report import read_report
+
+    print(run_line(res.out, read_report(res.report, check=False).doc), file=sys.stdout)
     return 0
 
 
