@@ -254,6 +254,22 @@ def _meta_model(config_json: str):
         return AutoModelForCausalLM.from_config(_hf_config(config_json))
 
 
+class _TrainerModel:
+    """The model as Trainer.floating_point_ops reads it: its class's main_input_name at once, the
+    model itself (built on the meta device) for anything more -- the parameter count it asks for
+    when the batch holds that input."""
+
+    def __init__(self, config_json: str):
+        self._key = config_json
+
+    def __getattr__(self, name):
+        if name == "main_input_name":
+            from transformers import AutoModelForCausalLM
+
+            return AutoModelForCausalLM._model_mapping[type(_hf_config(self._key))].main_input_name
+        return getattr(_meta_model(self._key), name)
+
+
 @counter("hf-trainer", "transformers 5.24 Trainer.floating_point_ops (total_flos)", INSTALLED,
          "transformers==5.24.0: transformers/trainer.py Trainer.floating_point_ops, added to state.total_flos per "
          "micro-batch; TRL 1.16's GRPOTrainer feeds it the dict of trl/trainer/grpo_trainer.py "
@@ -270,7 +286,7 @@ def _hf_trainer(case: Case) -> Figure:
     inputs = {"prompt_ids": torch.empty(rows, p, **meta), "prompt_mask": torch.empty(rows, p, **meta),
               "completion_ids": torch.empty(rows, c, **meta), "completion_mask": torch.empty(rows, c, **meta),
               "advantages": torch.empty(rows, device="meta"), "num_items_in_batch": torch.tensor(rows * width)}
-    flops = Trainer.floating_point_ops(types.SimpleNamespace(model=_meta_model(case.config_json)), inputs)
+    flops = Trainer.floating_point_ops(types.SimpleNamespace(model=_TrainerModel(case.config_json)), inputs)
     notes = {"matmuls": "6·N_non-embedding x input_ids.numel(); GRPO's batch has no input_ids, so 0"
              if not flops else "6·N_non-embedding per padded input token"}
     return Figure(passes=_passes_run(case, _runs(case), {"matmuls": int(flops)}, None), notes=notes)
@@ -372,7 +388,8 @@ def _prime(case: Case) -> Figure:
     notes = {"matmuls": ("4 x forward for frozen weights, 6 per LoRA parameter" if case.lora_rank else "6 per weight")
                         + ("; shared experts not found (it reads num_shared_experts)" if case.spec.shared_expert_intermediate_size
                            and not getattr(tc, "num_shared_experts", None) else "")
-                        + ("; linear-attention layers priced as GQA attention" if case.spec.family.linear else ""),
+                        + ("; linear-attention layers priced as GQA attention" if case.spec.family.linear else "")
+                        + ("; every expert's adapter counted per token" if case.lora_rank and case.spec.is_moe else ""),
              "LM head": "LM head at every position (frozen: 4x, else 6x)",
              "attention": "full L² square per sequence, every layer"
                           + ("; sliding windows ignored" if case.spec.sliding_window else "")
