@@ -398,6 +398,97 @@ def _prime(case: Case) -> Figure:
     return Figure(passes=_passes_run(case, _runs(case), parts, None), notes=notes)
 
 
+# ---- NeMo-RL (from code) ---------------------------------------------------------------------
+
+NEMO_TRACKER, NEMO_FORMULAS = "02306ec9c9cb4db1c0a0d7d608f68470c36551b3", "0126d86c19d9c0bf097e8019b7ad09752b6971c3"
+
+
+@counter("nemo-rl", "NeMo-RL FLOPTracker", FROM_CODE,
+         f"NVIDIA-NeMo/RL nemo_rl/utils/flops_tracker.py@{NEMO_TRACKER[:10]} (config dispatch by class; track_batch: "
+         f"one sequence at a time) with nemo_rl/utils/flops_formulas.py@{NEMO_FORMULAS[:10]} (qwen2, qwen3)")
+def _nemo(case: Case) -> Figure:
+    from transformers import LlamaConfig, Qwen2Config, Qwen3MoeConfig
+
+    cfg = _hf_config(case.config_json)
+    if isinstance(cfg, LlamaConfig):   # llama2 / llama3: not in the formulas version transcribed
+        return Figure(notes={"*": "Llama configs: NeMo-RL's llama2/llama3 formulas are not transcribed here"})
+    if not isinstance(cfg, (Qwen2Config, Qwen3MoeConfig)):
+        msg = f"ValueError: Unsupported config type: {type(cfg)}"
+        return Figure(error=msg, notes={"*": f"raises {msg}"})
+    h, nl, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
+    qwen3 = isinstance(cfg, Qwen3MoeConfig)
+    # qwen2: QKV as 3 h x h gemms; qwen3: (2·groups/heads + 1) h x h. Both: causal attention with
+    # hidden_size for heads x head_dim, o_proj h x h; qwen3's MLP is moe_ffn_hidden_size x top-k,
+    # which the tracker sets to intermediate_size x 1 for every Qwen3-MoE config.
+    qkv = Fraction(2 * cfg.num_key_value_heads, cfg.num_attention_heads) + 1 if qwen3 else Fraction(3)
+    parts = dict.fromkeys(("matmuls", "attention", "LM head"), Fraction(0))
+    for sl in case.seq_lengths:
+        parts["matmuls"] += 6 * nl * sl * h * h * (qkv + 1) + 6 * nl * sl * h * 3 * cfg.intermediate_size
+        parts["attention"] += 6 * nl * sl * h * h * Fraction(sl, h)
+        parts["LM head"] += 6 * sl * h * v
+    notes = {"matmuls": "3 x forward whatever the adapter; "
+                        + ("MoE priced as one dense MLP of intermediate_size (top-1), no router" if qwen3
+                           else "q, k and v each h x h (GQA ignored)")
+                        + "; o_proj h x h",
+             "attention": "causal, hidden_size for heads x head_dim (NVIDIA-NeMo/RL#2736 fixed this for qwen3 later)",
+             "LM head": "LM head at every position with its weight gradient"}
+    return Figure(passes=_passes_run(case, _runs(case), {k: int(x) for k, x in parts.items()}, None), notes=notes)
+
+
+# ---- slime (from code) -----------------------------------------------------------------------
+
+SLIME_COMMIT = "3797ef9752a94202c4d0c825930dbf6ef6d3c301"
+
+
+@counter("slime", "slime calculate_fwd_flops", FROM_CODE,
+         f"THUDM/slime@{SLIME_COMMIT[:10]} slime/utils/flops_utils.py calculate_fwd_flops over the recorded sequence "
+         "lengths: perf/actor_train_tflops = 3 x F, log_probs and ref_log_probs = F; Megatron args from the HF config "
+         "(kv_channels = head_dim, MLA fields only for MLA models)")
+def _slime(case: Case) -> Figure:
+    s = case.spec
+    h, nh, g, d, nl = s.hidden_size, s.num_heads, s.num_kv_heads, s.head_dim, s.num_layers
+    mla = s.family.mla
+    rope = s.qk_rope_head_dim if mla else 0
+    nope = s.head_dim - rope if mla else 0
+    vd = (s.v_head_dim or s.head_dim) if mla else 0
+
+    def layer(sl: int, ffn: int) -> tuple[Fraction, Fraction]:
+        if mla and s.q_lora_rank:
+            q = 2 * sl * s.q_lora_rank * (h + nh * (nope + rope))
+        else:
+            q = 2 * sl * h * nh * d
+        if mla:
+            kv = 2 * sl * (s.kv_lora_rank * (h + nh * (nope + vd)) + h * rope)
+        else:
+            kv = 2 * sl * h * (nh // g) * d
+        att = Fraction(2 * nh * sl * sl * (nope + rope if rope else d), 2) + nh * sl * sl * (vd or d)
+        return Fraction(q + kv + 2 * sl * h * h + 2 * sl * h * ffn * 3), att
+
+    if s.is_moe:
+        moe_ffn = s.moe_intermediate_size * s.experts_per_token + s.shared_expert_intermediate_size
+        dense = len(s.dense_mlp_layers)
+        moe = nl - dense
+    else:
+        moe_ffn, dense, moe = 0, nl, 0
+    fwd = dict.fromkeys(("matmuls", "attention", "LM head"), Fraction(0))
+    for sl in case.seq_lengths:
+        for count, ffn in ((dense, s.intermediate_size), (moe, moe_ffn)):
+            if count:
+                mm, att = layer(sl, ffn)
+                fwd["matmuls"] += count * mm
+                fwd["attention"] += count * att
+        fwd["LM head"] += 2 * sl * h * s.vocab_size
+    fwd = {k: int(x) for k, x in fwd.items()}
+    notes = {"matmuls": "3 x forward whatever the adapter"
+                        + ("; k and v priced as heads // groups heads (GQA inverted)" if g != nh and not mla else "")
+                        + ("; o_proj as h x h" if nh * (vd or d) != h else "")
+                        + ("; no router" if s.is_moe else "")
+                        + ("; linear-attention layers priced as attention" if s.family.linear else ""),
+             "attention": "causal, per sequence, every layer" + ("; sliding windows ignored" if s.sliding_window else ""),
+             "LM head": "LM head at every position (3 x forward in the update)"}
+    return Figure(passes=_passes_run(case, _runs(case), _scaled(fwd, 3), fwd), notes=notes)
+
+
 # ---- vLLM MFU metrics (from code) -----------------------------------------------------------
 
 VLLM_COMMIT = "00cee63e04bf5b7dbaa5f08d6e4360f28777fdc3"
