@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from suite.accounting.compare import verl_update_flops, verl_update_parts
-from suite.accounting.conformance import BEGIN, END, FAMILIES, SETTINGS, case_for, defect_cases, document
-from suite.accounting.counters import COUNTERS, INSTALLED, UPDATE, verl_flops, verl_flops_module
+from suite.accounting.conformance import BEGIN, END, FAMILIES, SETTINGS, case_for, defect_cases, defect_term, document
+from suite.accounting.counters import BWD, COUNTERS, FWD, INSTALLED, verl_flops, verl_flops_module
 from suite.accounting.modelspec import _catalog_lookup, _read_json, catalog_names, load_spec
 from suite.accounting.pricing import phase_flops
 from suite.accounting.refcase import checkpoint_config
-from suite.accounting.referee import exact_passes, judge
+from suite.accounting.referee import exact_passes
 from suite.accounting.work import work_from_lengths
 from suite.cli import main
 
@@ -41,13 +41,11 @@ def test_conformance_page_is_regenerated_byte_for_byte_and_shows_the_defects():
     assert len(FAMILIES) >= 6 and len(SETTINGS) >= 4
     assert body.count("\n| ") >= len(FAMILIES) * len(SETTINGS)
     # verl#6903's four defects, each a named term of the sign the defect gives it
-    verl = COUNTERS["verl"]
     signs = []
     for defect, case, part in defect_cases():
-        v = judge(case, verl)
-        term = next(t for t in v.terms if t.group == UPDATE and t.part == part)
-        assert term.why in body and defect in body
-        signs.append((term.flops > 0, term.why))
+        v, why, flops = defect_term(case, part)
+        assert why in body and defect in body and flops
+        signs.append((flops > 0, why))
     assert [s for s, _ in signs] == [False, True, True, False]
     assert "head_dim from hidden_size" in signs[0][1] and "LM head at every position" in signs[1][1]
     assert "packed rows" in signs[2][1] and "not in verl's table: MFU 0" in signs[3][1]
@@ -113,7 +111,7 @@ def test_race_compare_names_every_difference(capsys):
             assert e["ratio"] == pytest.approx(engine / exact)
             named = sum(t["flops"] for t in e["terms"] if t["group"] in metered)
             # the terms of the metered passes sum to the difference (the recompute is its own term)
-            rec = d["exact"]["checkpoint recompute"]["flops"] if "update" in metered else 0
+            rec = d["exact"]["checkpoint recompute"]["flops"] if "update backward" in metered else 0
             assert named == engine - exact - rec, e["name"]
             # and with what it does not meter, to its figure minus the whole exact count
             assert sum(t["flops"] for t in e["terms"]) == engine - exact_total, e["name"]
@@ -162,7 +160,8 @@ def test_trl_and_transformers_counters_are_their_installed_functions():
 
     cfg = _hf_config(case.config_json)
     tokens = sum(case.rows)
-    assert fig.total(UPDATE) == compute_flops_per_token(cfg, int(tokens / len(case.rows))) * tokens
+    assert fig.update_total() == compute_flops_per_token(cfg, int(tokens / len(case.rows))) * tokens
+    assert fig.total(BWD) == 2 * fig.total(FWD)       # its docstring: backward = 2 x forward
     assert COUNTERS["trl"].count(case_for("DeepSeek-V3-Base", prompts=1)).error.startswith("AttributeError")
     # transformers' Trainer: 0 for GRPO's batch (no input_ids) -- the same call counts 6 N per token given input_ids
     import types
@@ -172,7 +171,7 @@ def test_trl_and_transformers_counters_are_their_installed_functions():
 
     from suite.accounting.counters import _meta_model
 
-    assert COUNTERS["hf-trainer"].count(case).total(UPDATE) == 0
+    assert COUNTERS["hf-trainer"].count(case).update_total() == 0
     model = _meta_model(case.config_json)
     ids = {"input_ids": torch.empty(2, 10, dtype=torch.long, device="meta")}
     assert Trainer.floating_point_ops(types.SimpleNamespace(model=model), ids) == \

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .counters import COUNTERS, INSTALLED
+from .counters import BWD, COUNTERS, FWD, INSTALLED
 from .modelspec import _catalog_lookup, _read_json, load_spec
 from .refcase import Case
 from .referee import RED, Verdict, exact_passes, judge, sci
@@ -69,6 +69,14 @@ def defect_cases() -> list[tuple[str, Case, str]]:
     ]
 
 
+def defect_term(case: Case, part: str) -> tuple[Verdict, str, int]:
+    """verl's verdict on a defect case, and the named term of `part` over the update's forward and
+    backward: (verdict, why, FLOPs)."""
+    v = judge(case, COUNTERS["verl"])
+    terms = [t for t in v.terms if t.part == part and t.group in (FWD, BWD)]
+    return v, terms[-1].why, sum(t.flops for t in terms)
+
+
 def _cell(v: Verdict) -> str:
     if v.figure.error:
         return "raises 🔴"
@@ -115,16 +123,14 @@ def document() -> str:
     lines += ["", "verl#6903's four defects, each on a case built to show it (verl 0.9.1's installed FlopsCounter; "
                   "the term is the part of its difference that the defect makes):", "",
               "| defect | case | verl / exact | named term | term FLOPs | share of exact |", "|---|---|---:|---|---:|---:|"]
-    verl = COUNTERS["verl"]
     for defect, case, part in defect_cases():
-        v = judge(case, verl)
-        t = next(t for t in v.terms if t.part == part and t.group == "update")
-        lines.append(f"| {defect} | {case.name} | {_cell(v)} | {t.why} | {sci(t.flops)} | "
-                     f"{t.flops / v.exact['update']:+.1%} |")
+        v, why, flops = defect_term(case, part)
+        lines.append(f"| {defect} | {case.name} | {_cell(v)} | {why} | {sci(flops)} | "
+                     f"{flops / (v.exact[FWD] + v.exact[BWD]):+.1%} |")
     installed = sum(c.origin == INSTALLED for c in counters)
     lines += ["", f"{len(counters)} counters ({installed} run from their installed code), {len(FAMILIES)} families, "
                   f"{len(SETTINGS)} settings."]
     return "\n".join(lines)
 
 
-__all__ = ["BEGIN", "END", "FAMILIES", "SETTINGS", "case_for", "matrix_cases", "defect_cases", "document"]
+__all__ = ["BEGIN", "END", "FAMILIES", "SETTINGS", "case_for", "matrix_cases", "defect_cases", "defect_term", "document"]

@@ -31,10 +31,12 @@ from ..registry import Registry
 from .compare import verl_update_parts
 from .refcase import Case
 
-UPDATE, OLD, REF, PREFILL, DECODE = "update", "old-policy forward", "reference forward", "rollout prefill", "rollout decode"
-GROUPS = (PREFILL, DECODE, UPDATE, OLD, REF)
-"""Pass groups a counter meters; "update" is the training forward + backward (and, where a
-run checkpoints, the recompute), summed over the mu iterations."""
+PREFILL, DECODE, FWD, BWD = "rollout prefill", "rollout decode", "update forward", "update backward"
+OLD, REF = "old-policy forward", "reference forward"
+GROUPS = (PREFILL, DECODE, FWD, BWD, OLD, REF)
+"""Passes a counter meters; the update's forward and backward are summed over the mu iterations
+(a counter that prices the update as one figure is split by its own convention: 3 x forward is
+one forward and a backward of two)."""
 
 INSTALLED, FROM_CODE, RULE = "installed", "from code, not run", "rule"
 
@@ -46,13 +48,18 @@ class Figure:
     passes: dict = field(default_factory=dict)
     """{pass group: {part: FLOPs}} for the groups it meters."""
     notes: dict = field(default_factory=dict)
-    """{part: why it differs from the exact count}; "*" names a reason for the whole figure."""
+    """{part or "pass:part": why it differs from the exact count}; "*" names a reason for the whole figure."""
     error: str = ""
     """The engine's code raised this (its figure is then empty)."""
 
     def total(self, group: str) -> int | None:
         parts = self.passes.get(group)
         return None if parts is None else sum(parts.values())
+
+    def update_total(self) -> int | None:
+        """The update's forward and backward together (None: not metered)."""
+        f, b = self.total(FWD), self.total(BWD)
+        return None if f is None and b is None else (f or 0) + (b or 0)
 
 
 @dataclass(frozen=True)
@@ -94,10 +101,13 @@ def _scaled(parts: dict, num: int, den: int = 1) -> dict:
     return {k: int(Fraction(v) * num / den) for k, v in parts.items()}
 
 
-def _passes_run(case: Case, exact_runs: dict, update: dict, forward: dict | None) -> dict:
-    """An update counter's pass groups: update x mu; its forward-only figure for the old-policy
-    and reference passes where they ran and the engine meters them (forward None: it does not)."""
-    out = {UPDATE: _scaled(update, case.mu)}
+def _passes_run(case: Case, exact_runs: dict, update: dict, forward: dict | None, update_fwd: dict | None = None) -> dict:
+    """An update counter's passes: the update x mu, split into its forward (`update_fwd`; by
+    default a third of each part: 3 x forward) and its backward (the rest); its forward-only
+    figure for the old-policy and reference passes where they ran and the engine meters them
+    (forward None: it does not)."""
+    fwd = update_fwd if update_fwd is not None else _scaled(update, 1, 3)
+    out = {FWD: _scaled(fwd, case.mu), BWD: {k: (v - fwd.get(k, 0)) * case.mu for k, v in update.items()}}
     if forward is not None:
         for g in (OLD, REF):
             if exact_runs.get(g):
@@ -111,6 +121,18 @@ def _runs(case: Case) -> dict:
 
     prof, s = get_engine(case.profile), case.settings
     return {OLD: prof.old_policy_pass(s), REF: prof.reference_pass(s)}
+
+
+def _mm_notes(case: Case, extra: str = "", per: str = "6 FLOPs per weight and token whatever the adapter") -> dict:
+    """Matmul notes of a 3 x forward counter, per pass: its forward prices no LoRA branch, its
+    backward charges frozen weights a weight gradient they never get (the LoRA backward)."""
+    lora = case.lora_rank > 0
+    return {"matmuls": per + extra,
+            f"{FWD}:matmuls": "forward: 2 FLOPs per weight and token" + ("; the LoRA branch not counted" if lora else "")
+                              + extra,
+            f"{BWD}:matmuls": "backward as 2 x forward" + ("; a LoRA's frozen weights get no weight gradient (LoRA "
+                                                           "backward), the adapter's own FLOPs are not counted"
+                                                           if lora else "") + extra}
 
 
 # ---- verl 0.9.1 (installed) ------------------------------------------------------------------
@@ -195,8 +217,7 @@ def _verl(case: Case) -> Figure:
                                                                          if printed else "")}
     else:
         notes = {
-            "matmuls": "6 FLOPs per weight and token whatever the adapter (a LoRA's frozen weights get no weight "
-                       "gradient)" + ("; head_dim from hidden_size // heads" if mt == "qwen3_vl" else ""),
+            **_mm_notes(case, "; head_dim from hidden_size // heads" if mt == "qwen3_vl" else ""),
             "embedding": "the embedding counted as a matmul (a lookup: 0 FLOPs)",
             "LM head": "LM head at every position with its weight gradient, whatever is scored or trained",
             "attention": "6·ΣL² per layer (causal) over the lengths it is given"
@@ -232,10 +253,9 @@ def _trl(case: Case) -> Figure:
         return Figure(error=f"{type(e).__name__}: {e}", notes={"*": f"raises {type(e).__name__}: {e}"})
     parts = {"matmuls": layers * tokens, "LM head": (base - layers) * tokens, "attention": (per - base) * tokens}
     sp = case.spec
-    notes = {"matmuls": "3 x forward (6 FLOPs per weight) whatever the adapter"
-                        + ("; MoE: routed experts and router, no shared experts" if sp.is_moe else "")
-                        + ("; MLA priced as GQA attention" if sp.family.mla else "")
-                        + ("; linear-attention layers priced as attention" if sp.family.linear else ""),
+    notes = {**_mm_notes(case, ("; MoE: routed experts and router, no shared experts" if sp.is_moe else "")
+                         + ("; MLA priced as GQA attention" if sp.family.mla else "")
+                         + ("; linear-attention layers priced as attention" if sp.family.linear else "")),
              "LM head": "LM head at every position, 3 x forward",
              "attention": f"full L² square at the mean row length ({mean} tokens), every layer"
                           + (" (packed rows)" if case.pack_tokens else "")
@@ -316,10 +336,10 @@ def _megatron(case: Case) -> Figure:
                                     + Fraction(ffn, h) * topk * Fraction(3, 2))
         parts["attention"] += base * Fraction(seq, h) * Fraction(q, h)
         parts["LM head"] += base * Fraction(vocab, 2 * layers * h)
-    notes = {"matmuls": "3 x forward whatever the adapter" + ("; padded rows" if case.layout == "padded" else "")
-                        + ("; MoE: top-k experts, no router, no shared experts" if s.is_moe else "")
-                        + ("; MLA and linear-attention layers priced as GQA attention"
-                           if s.family.mla or s.family.linear else ""),
+    notes = {**_mm_notes(case, ("; padded rows" if case.layout == "padded" else "")
+                         + ("; MoE: top-k experts, no router, no shared experts" if s.is_moe else "")
+                         + ("; MLA and linear-attention layers priced as GQA attention"
+                            if s.family.mla or s.family.linear else "")),
              "LM head": "LM head at every position with its weight gradient, vocab padded to 128",
              "attention": "full s² square per row" + (" of the padded width" if case.layout == "padded" else "")
                           + (" (packed rows)" if case.pack_tokens else "") + ", every layer"
@@ -382,20 +402,26 @@ def _prime(case: Case) -> Figure:
     mult = 4 if case.lora_rank else 6
     tokens, sq = sum(case.seq_lengths), sum(x * x for x in case.seq_lengths)
     q = tc.hidden_size // tc.num_attention_heads
-    parts = {"matmuls": (mult * body + 6 * lora) * tokens, "LM head": mult * head * tokens,
-             "attention": 12 * tc.num_hidden_layers * tc.num_attention_heads * q * sq}
+    att = 12 * tc.num_hidden_layers * tc.num_attention_heads * q * sq
+    parts = {"matmuls": (mult * body + 6 * lora) * tokens, "LM head": mult * head * tokens, "attention": att}
+    # its comments: forward 2 per weight (and per LoRA parameter); the backward the rest; attention 2 of 6 matmuls
+    fwd = {"matmuls": (2 * body + 2 * lora) * tokens, "LM head": 2 * head * tokens, "attention": att // 3}
     derived = q != case.spec.head_dim
+    extra = (("; shared experts not found (it reads num_shared_experts)" if case.spec.shared_expert_intermediate_size
+              and not getattr(tc, "num_shared_experts", None) else "")
+             + ("; linear-attention layers priced as GQA attention" if case.spec.family.linear else "")
+             + ("; every expert's adapter counted per token" if case.lora_rank and case.spec.is_moe else ""))
     notes = {"matmuls": ("4 x forward for frozen weights, 6 per LoRA parameter" if case.lora_rank else "6 per weight")
-                        + ("; shared experts not found (it reads num_shared_experts)" if case.spec.shared_expert_intermediate_size
-                           and not getattr(tc, "num_shared_experts", None) else "")
-                        + ("; linear-attention layers priced as GQA attention" if case.spec.family.linear else "")
-                        + ("; every expert's adapter counted per token" if case.lora_rank and case.spec.is_moe else ""),
+                        + extra,
+             f"{FWD}:matmuls": "forward: 2 per weight and LoRA parameter" + extra,
+             f"{BWD}:matmuls": ("backward: 2 per frozen weight (input gradient only), 4 per LoRA parameter"
+                                if case.lora_rank else "backward: 4 per weight") + extra,
              "LM head": "LM head at every position (frozen: 4x, else 6x)",
              "attention": "full L² square per sequence, every layer"
                           + ("; sliding windows ignored" if case.spec.sliding_window else "")
                           + (f"; head_dim from hidden_size // heads ({q}, the config says {case.spec.head_dim})"
                              if derived else "")}
-    return Figure(passes=_passes_run(case, _runs(case), parts, None), notes=notes)
+    return Figure(passes=_passes_run(case, _runs(case), parts, None, fwd), notes=notes)
 
 
 # ---- NeMo-RL (from code) ---------------------------------------------------------------------
@@ -426,10 +452,8 @@ def _nemo(case: Case) -> Figure:
         parts["matmuls"] += 6 * nl * sl * h * h * (qkv + 1) + 6 * nl * sl * h * 3 * cfg.intermediate_size
         parts["attention"] += 6 * nl * sl * h * h * Fraction(sl, h)
         parts["LM head"] += 6 * sl * h * v
-    notes = {"matmuls": "3 x forward whatever the adapter; "
-                        + ("MoE priced as one dense MLP of intermediate_size (top-1), no router" if qwen3
-                           else "q, k and v each h x h (GQA ignored)")
-                        + "; o_proj h x h",
+    notes = {**_mm_notes(case, "; " + ("MoE priced as one dense MLP of intermediate_size (top-1), no router" if qwen3
+                                     else "q, k and v each h x h (GQA ignored)") + "; o_proj h x h"),
              "attention": "causal, hidden_size for heads x head_dim (NVIDIA-NeMo/RL#2736 fixed this for qwen3 later)",
              "LM head": "LM head at every position with its weight gradient"}
     return Figure(passes=_passes_run(case, _runs(case), {k: int(x) for k, x in parts.items()}, None), notes=notes)
@@ -479,11 +503,10 @@ def _slime(case: Case) -> Figure:
                 fwd["attention"] += count * att
         fwd["LM head"] += 2 * sl * h * s.vocab_size
     fwd = {k: int(x) for k, x in fwd.items()}
-    notes = {"matmuls": "3 x forward whatever the adapter"
-                        + ("; k and v priced as heads // groups heads (GQA inverted)" if g != nh and not mla else "")
-                        + ("; o_proj as h x h" if nh * (vd or d) != h else "")
-                        + ("; no router" if s.is_moe else "")
-                        + ("; linear-attention layers priced as attention" if s.family.linear else ""),
+    notes = {**_mm_notes(case, ("; k and v priced as heads // groups heads (GQA inverted)" if g != nh and not mla else "")
+                         + ("; o_proj as h x h" if nh * (vd or d) != h else "")
+                         + ("; no router" if s.is_moe else "")
+                         + ("; linear-attention layers priced as attention" if s.family.linear else "")),
              "attention": "causal, per sequence, every layer" + ("; sliding windows ignored" if s.sliding_window else ""),
              "LM head": "LM head at every position (3 x forward in the update)"}
     return Figure(passes=_passes_run(case, _runs(case), _scaled(fwd, 3), fwd), notes=notes)
@@ -527,7 +550,9 @@ def _vllm(case: Case) -> Figure:
             dec[k] += v
     swa = sum("sliding" in t for t in (getattr(cfg, "layer_types", None) or [])[:nl]) if w else 0
     n_shared = getattr(cfg, "n_shared_experts", None) or getattr(cfg, "num_shared_experts", None) or 0
-    moe_layers = nl - (getattr(cfg, "first_k_dense_replace", 0) if hasattr(cfg, "moe_layer_freq") else 0) if s.is_moe else 0
+    moe_layers = nl if s.is_moe else 0
+    if s.is_moe and hasattr(cfg, "moe_layer_freq") and hasattr(cfg, "first_k_dense_replace"):   # MoeLayerFreqParser
+        moe_layers = sum(i >= cfg.first_k_dense_replace and i % cfg.moe_layer_freq == 0 for i in range(nl))
 
     def metered(stats, prefill_logits: bool) -> dict:
         reqs, t, tc_full, tc_swa = stats
@@ -564,9 +589,9 @@ def _vllm(case: Case) -> Figure:
 def _six_nt(case: Case) -> Figure:
     parts = {"matmuls": 6 * case.spec.params_total * case.trained_tokens}
     return Figure(passes=_passes_run(case, _runs(case), parts, None),
-                  notes={"matmuls": "6 per parameter: all parameters (MoE: every expert, the embedding), no attention, "
-                                    "whatever the adapter"})
+                  notes=_mm_notes(case, "; all parameters (MoE: every expert, the embedding), no attention",
+                                  "6 per parameter and token whatever the adapter"))
 
 
-__all__ = ["Counter", "Figure", "COUNTERS", "GROUPS", "UPDATE", "OLD", "REF", "PREFILL", "DECODE", "INSTALLED",
+__all__ = ["Counter", "Figure", "COUNTERS", "GROUPS", "FWD", "BWD", "OLD", "REF", "PREFILL", "DECODE", "INSTALLED",
            "FROM_CODE", "RULE", "verl_flops", "verl_flops_module", "verl_installed_flops", "VERL_VERSION"]

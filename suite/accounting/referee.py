@@ -19,20 +19,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .counters import COUNTERS, DECODE, GROUPS, OLD, PREFILL, REF, UPDATE, Counter, Figure
+from .counters import BWD, COUNTERS, DECODE, FWD, GROUPS, OLD, PREFILL, REF, Counter, Figure
 from .pricing import coefficients
 from .refcase import Case
 from .work import work_from_lengths
 
-EXACT_PASSES = (PREFILL, DECODE, "update forward", "update backward", "checkpoint recompute", OLD, REF)
-"""The exact count's passes, in order; the three update passes form the group "update"."""
-GROUP_OF = {"update forward": UPDATE, "update backward": UPDATE, "checkpoint recompute": UPDATE}
-_PASS_NAMES = {"train forward": "update forward", "train backward": "update backward",
+EXACT_PASSES = (PREFILL, DECODE, FWD, BWD, "checkpoint recompute", OLD, REF)
+"""The exact count's passes, in order (the counters' GROUPS and the checkpoint recompute)."""
+_PASS_NAMES = {"train forward": FWD, "train backward": BWD,
                "checkpoint recompute": "checkpoint recompute", "old-policy forward": OLD, "reference forward": REF}
 RED = 0.05
 """A counter is marked red when it is off the exact count by more than this fraction."""
 NOT_COUNTED = {PREFILL: "generation not counted (prompt prefill)", DECODE: "generation not counted (decode steps)",
-               UPDATE: "the training update not metered", OLD: "old-policy forward not counted",
+               FWD: "the update's forward not metered", BWD: "the update's backward not metered",
+               OLD: "old-policy forward not counted",
                REF: "reference forward not counted"}
 
 
@@ -77,16 +77,9 @@ def exact_passes(case: Case) -> dict:
 
 
 def exact_groups(passes: dict) -> dict:
-    """{group: {part: FLOPs}}: the update passes summed (the recompute apart: MFU conventions
-    leave it out, and a term says so)."""
-    out: dict = {g: {} for g in GROUPS}
-    for p, parts in passes.items():
-        if p == "checkpoint recompute":
-            continue
-        g = GROUP_OF.get(p, p)
-        for k, v in parts.items():
-            out[g][k] = out[g].get(k, 0) + v
-    return out
+    """{pass: {part: FLOPs}} of the passes a counter may meter: all but the checkpoint recompute
+    (MFU conventions leave it out; a term of the backward says so)."""
+    return {g: dict(passes.get(g, {})) for g in GROUPS}
 
 
 @dataclass(frozen=True)
@@ -155,14 +148,15 @@ def judge(case: Case, counter: Counter, passes: dict | None = None) -> Verdict:
         for part in sorted(set(e) | set(x)):
             d = e.get(part, 0) - x.get(part, 0)
             if d:
-                why = fig.notes.get(part) or f"{part} not counted"
+                why = (fig.notes.get(f"{g}:{part}") or (fig.notes.get(f"{FWD}:{part}") if g in (OLD, REF) else None)
+                       or fig.notes.get(part) or f"{part} not counted")
                 if case.layout == "padded" and part in ("matmuls", "attention", "LM head") and \
                         counter.name not in ("megatron-lm", "hf-trainer"):
                     why += "; the padding the batch computes is not counted"
                 terms.append(Term(g, part, d, why))
     rec = sum(passes.get("checkpoint recompute", {}).values())
-    if rec and UPDATE in fig.passes:
-        terms.append(Term(UPDATE, "*", -rec, "checkpoint recompute not counted (MFU counts model FLOPs)"))
+    if rec and BWD in fig.passes:
+        terms.append(Term(BWD, "*", -rec, "checkpoint recompute not counted (MFU counts model FLOPs)"))
     return Verdict(counter, fig, {g: sum(groups[g].values()) for g in metered}, terms)
 
 
