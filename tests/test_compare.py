@@ -75,13 +75,26 @@ def test_installed_verl_agrees_with_the_reimplementation_on_every_catalog_model(
     assert verl_flops(load_spec("Qwen2.5-7B"), checkpoint_config(load_spec("Qwen2.5-7B")), lengths)[1] == INSTALLED
 
 
-def test_verl_flops_falls_back_to_the_reimplementation_without_verl(monkeypatch):
+def test_without_the_engines_packages_the_referee_says_what_ran(monkeypatch):
+    """The light core: verl's figure falls back to the re-implementation and says so; a counter
+    whose package is missing is one error naming the extra, the others still run."""
+    import sys
+
     import suite.accounting.counters as counters
+    from suite.accounting.referee import judge
 
     monkeypatch.setattr(counters, "verl_flops_module", lambda: None)
     spec = load_spec("Qwen3-30B-A3B")
     flops, origin = counters.verl_flops(spec, checkpoint_config(spec), [1000, 2000])
     assert origin == "re-implementation" and flops == sum(verl_update_parts(spec, [1000, 2000]).values()) > 0
+    case = case_for("Qwen3-30B-A3B", prompts=2)
+    v = judge(case, COUNTERS["verl"])
+    assert v.figure.ran.startswith("re-implementation") and v.ratio > 0
+    monkeypatch.setitem(sys.modules, "trl", None)
+    monkeypatch.setitem(sys.modules, "trl.trainer.utils", None)
+    v = judge(case, COUNTERS["trl"])
+    assert v.figure.error == "needs the compare extra: trl.trainer.utils is not installed" and v.ratio is None
+    assert judge(case, COUNTERS["megatron-lm"]).ratio > 0
 
 
 @needs_verl

@@ -52,6 +52,9 @@ class Figure:
     """{part or "pass:part": why it differs from the exact count}; "*" names a reason for the whole figure."""
     error: str = ""
     """The engine's code raised this (its figure is then empty)."""
+    ran: str = ""
+    """What ran instead of the counter's own origin (verl's re-implementation where verl is not
+    installed); empty when it is the counter's own code."""
 
     def total(self, group: str) -> int | None:
         parts = self.passes.get(group)
@@ -209,7 +212,8 @@ def verl_flops(spec, config: dict, seq_lengths) -> tuple[int | None, str]:
 def _verl(case: Case) -> Figure:
     mt = case.config.get("model_type")
     parts = verl_update_parts(case.spec, case.rows, mt)
-    if verl_flops_module() is not None:
+    installed = verl_flops_module() is not None
+    if installed:
         total, printed = verl_installed_flops(_hf_config(case.config_json), case.rows)
     else:
         total, printed = (0 if parts is None else sum(parts.values())), ""
@@ -232,7 +236,8 @@ def _verl(case: Case) -> Figure:
             parts = {**parts, "unexplained": diff}
             notes["unexplained"] = "verl's installed code differs from its re-implementation"
     fwd = _scaled(parts, 1, 3)   # engine_workers.py: forward_only -> mfu /= 3
-    return Figure(passes=_passes_run(case, _runs(case), parts, fwd), notes=notes)
+    return Figure(passes=_passes_run(case, _runs(case), parts, fwd), notes=notes,
+                  ran="" if installed else "re-implementation (verl is not installed: pip install --no-deps verl==0.9.1)")
 
 
 # ---- TRL 1.16 (installed) -------------------------------------------------------------------

@@ -128,7 +128,11 @@ def judge(case: Case, counter: Counter, passes: dict | None = None) -> Verdict:
     """Run `counter` on `case` and name every part of its difference from the exact count."""
     passes = passes if passes is not None else exact_passes(case)
     groups = exact_groups(passes)
-    fig = counter.count(case)
+    try:
+        fig = counter.count(case)
+    except ModuleNotFoundError as e:   # the light core: this counter's package is not installed
+        msg = f"needs the compare extra: {e.name} is not installed"
+        fig = Figure(error=msg, notes={"*": msg})
     metered = [g for g in GROUPS if g in fig.passes and (groups[g] or fig.total(g))]
     terms: list[Term] = []
     whole = fig.notes.get("*")
@@ -186,7 +190,7 @@ def render(case: Case, passes: dict, verdicts: list[Verdict]) -> str:
     lines.append(f"  {'total':<22} {sci(sum(sum(v.values()) for v in passes.values()))}")
     for v in verdicts:
         c = v.counter
-        lines += ["", f"{c.title} [{c.origin}] — {c.source}"]
+        lines += ["", f"{c.title} [{v.figure.ran or c.origin}] — {c.source}"]
         if v.figure.error:
             lines.append(f"  its code raises {v.figure.error}")
         for g in v.exact:
@@ -204,7 +208,7 @@ def to_json(case: Case, passes: dict, verdicts: list[Verdict]) -> dict:
     """`race compare --json`."""
     return {"case": case.describe(), "profile": case.profile,
             "exact": {p: {"flops": sum(v.values()), "parts": v} for p, v in passes.items()},
-            "engines": [{"name": v.counter.name, "title": v.counter.title, "origin": v.counter.origin,
+            "engines": [{"name": v.counter.name, "title": v.counter.title, "origin": v.figure.ran or v.counter.origin,
                          "source": v.counter.source, "error": v.figure.error or None,
                          "passes": {g: {"engine": v.figure.total(g), "exact": v.exact[g], "ratio": v.ratio_of(g)}
                                     for g in v.exact},
