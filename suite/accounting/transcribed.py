@@ -14,37 +14,63 @@ from .refcase import Case
 
 # ---- Megatron-LM (from code) -----------------------------------------------------------------
 
-MEGATRON_COMMIT = "86df799dc4c78e4bd7fbae972b3ee743e8b14f02"
+MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
 
 
 @counter("megatron-lm", "Megatron-LM num_floating_point_operations", FROM_CODE,
-         f"NVIDIA/Megatron-LM@{MEGATRON_COMMIT[:10]} megatron/training/training.py num_floating_point_operations "
-         "(not in the megatron-core wheel; megatron.training needs CUDA): per row of args.seq_length tokens, "
-         "vocab padded to a multiple of 128")
+         f"NVIDIA/Megatron-LM@{MEGATRON_COMMIT[:10]} (2026-08-22) megatron/training/training.py "
+         "num_floating_point_operations, transformer_flops (not in the megatron-core wheel; megatron.training needs "
+         "CUDA): args from the HF config (kv_channels = head_dim, swiglu, moe_layer_freq from the dense layers, "
+         "gated delta net every full_attention_interval, vocab padded to 128); padded rows as BSHD, packed as THD "
+         "(real cu_seqlens)")
 def _megatron(case: Case) -> Figure:
     s = case.spec
-    h, layers = s.hidden_size, s.num_layers
-    q = s.head_dim * s.num_heads
-    ffn = s.moe_intermediate_size if s.is_moe else s.intermediate_size
-    topk = s.experts_per_token if s.is_moe else 1
+    h, nl, n, g, kvc = s.hidden_size, s.num_layers, s.num_heads, s.num_kv_heads, s.head_dim
     vocab = -(-s.vocab_size // 128) * 128
-    lens = [case.row_width] * len(case.rows) if case.layout == "padded" else list(case.rows)
-    parts = dict.fromkeys(("matmuls", "LM head", "attention"), Fraction(0))
-    for seq in lens:   # 12·b·s·L·h²·[(1 + g/n + s/h)·q/h + ffn/h·topk·3/2 + V/(2·L·h)], b = 1 per row
-        base = 12 * seq * layers * h * h
-        parts["matmuls"] += base * ((1 + Fraction(s.num_kv_heads, s.num_heads)) * Fraction(q, h)
-                                    + Fraction(ffn, h) * topk * Fraction(3, 2))
-        parts["attention"] += base * Fraction(seq, h) * Fraction(q, h)
-        parts["LM head"] += base * Fraction(vocab, 2 * layers * h)
-    notes = {**_mm_notes(case, ("; padded rows" if case.layout == "padded" else "")
-                         + ("; MoE: top-k experts, no router, no shared experts" if s.is_moe else "")
-                         + ("; MLA and linear-attention layers priced as GQA attention"
-                            if s.family.mla or s.family.linear else "")),
+    if case.layout == "padded":   # BSHD: batch x seq_length, batch x seq_length^2
+        tokens, sq = len(case.rows) * case.row_width, len(case.rows) * case.row_width ** 2
+    else:                         # THD: sum(L_i), sum(L_i^2) of the real sub-sequences
+        tokens, sq = sum(case.seq_lengths), sum(x * x for x in case.seq_lengths)
+    if s.family.mla:
+        nope, rope, vd = s.head_dim - s.qk_rope_head_dim, s.qk_rope_head_dim, s.v_head_dim or s.head_dim
+        q_term = (h * n * (nope + rope) if not s.q_lora_rank
+                  else s.q_lora_rank * (h + n * (nope + rope) + 1))
+        attn_lin = 6 * (q_term + s.kv_lora_rank * (h + n * (nope + vd) + 1) + h * rope + n * vd * h)
+        core = 6 * (Fraction(n * (nope + rope), 2) + Fraction(n * vd, 2))
+    else:
+        qp, kp = kvc * n, kvc * g
+        gate = qp if s.family.linear else 0          # Qwen3-Next / Qwen3.5: attention_output_gate
+        attn_lin = 6 * (h * (qp + 2 * kp + gate) + qp * h)
+        core = Fraction(6 * qp, 2) * 2
+    lin_layers, lin_proj, lin_scan = 0, 0, 0
+    if s.family.linear:                             # experimental_attention_variant = gated_delta_net
+        lin_layers = sum(t == "linear_attention" for t in s.layer_types)
+        qk = s.linear_key_head_dim * s.linear_num_key_heads
+        vd_ = s.linear_value_head_dim * s.linear_num_value_heads
+        lin_proj = 6 * (h * (2 * qk + 2 * vd_ + 2 * s.linear_num_value_heads) + s.linear_conv_kernel * (2 * qk + vd_)
+                        + h * vd_)
+        lin_scan = 6 * s.linear_num_value_heads * s.linear_value_head_dim ** 2 * 4
+    std_layers = nl - lin_layers
+    if s.is_moe:
+        moe_layers = nl - len(s.dense_mlp_layers)
+        mlp = 6 * h * (s.intermediate_size * 3 * (nl - moe_layers)
+                       + s.moe_intermediate_size * s.experts_per_token * 3 * moe_layers
+                       + s.shared_expert_intermediate_size * 3 * moe_layers)
+    else:
+        mlp = 6 * h * s.intermediate_size * 3 * nl
+    parts = {"matmuls": tokens * (mlp + attn_lin * std_layers + lin_proj * lin_layers),
+             "LM head": tokens * 6 * h * vocab, "attention": int(sq * core * std_layers),
+             "linear-attention scan": tokens * lin_scan * lin_layers}
+    notes = {**_mm_notes(case, ("; BSHD: padded rows" if case.layout == "padded" else "")
+                         + ("; MoE: no router" if s.is_moe else "")
+                         + ("; MLA's q and kv norms priced as a column" if s.family.mla else "")),
              "LM head": "LM head at every position with its weight gradient, vocab padded to 128",
-             "attention": "full s² square per row" + (" of the padded width" if case.layout == "padded" else "")
-                          + (" (packed rows)" if case.pack_tokens else "") + ", every layer"
-                          + ("; sliding windows ignored" if s.sliding_window else "")}
-    return Figure(passes=_passes_run(case, _runs(case), {k: int(v) for k, v in parts.items()}, None), notes=notes)
+             "attention": "causal ΣL² per layer" + (" of the padded width (BSHD)" if case.layout == "padded"
+                                                    else " of the real sequences (THD)")
+                          + ("; sliding windows ignored" if s.sliding_window else ""),
+             "linear-attention scan": "4·n_v·d_v² per token and linear layer (its gated-delta-rule estimate)"}
+    return Figure(passes=_passes_run(case, _runs(case), {k: int(v) for k, v in parts.items() if v}, None),
+                  notes=notes)
 
 
 # ---- prime-rl (from code) -------------------------------------------------------------------
