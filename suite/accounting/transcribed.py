@@ -75,7 +75,7 @@ def _megatron(case: Case) -> Figure:
 
 # ---- prime-rl (from code) -------------------------------------------------------------------
 
-PRIME_COMMIT = "0e6c67fcdd45e8c2fc1c0d5ea572e510ecf968ec"
+PRIME_COMMIT = "559b44772e471d1538537b8805cc77f3824a5e64"
 
 
 def _prime_active_mm(cfg) -> int:
@@ -118,17 +118,18 @@ def _prime_active_mm(cfg) -> int:
 
 
 @counter("prime-rl", "prime-rl PerfCounter", FROM_CODE,
-         f"PrimeIntellect-ai/prime-rl@{PRIME_COMMIT[:10]} src/prime_rl/trainer/perf.py PerfCounter.estimate_batch_flops "
-         "(sequence_lengths given): LoRA 4·N_active + 6·N_lora, full 6·N_active, attention 12·l·h·(hidden // h)·ΣL²")
+         f"PrimeIntellect-ai/prime-rl@{PRIME_COMMIT[:10]} (main, 2026-08-21) src/prime_rl/trainer/perf.py "
+         "PerfCounter._get_num_flop_per_token(config, seq_len) x tokens: LoRA 4·N_active + 6·N_lora, full 6·N_active, "
+         "attention 12·l·h·(hidden // h)·seq_len per token (seq_len: the packing length, else the longest sequence)")
 def _prime(case: Case) -> Figure:
     cfg = _hf_config(case.config_json)
     body, head = _prime_active_mm(cfg)
     tc = cfg.get_text_config()
     lora = case.adapter.trainable_params(case.spec) if case.lora_rank else 0
     mult = 4 if case.lora_rank else 6
-    tokens, sq = sum(case.seq_lengths), sum(x * x for x in case.seq_lengths)
+    tokens, seq_len = sum(case.seq_lengths), case.pack_tokens or case.row_width
     q = tc.hidden_size // tc.num_attention_heads
-    att = 12 * tc.num_hidden_layers * tc.num_attention_heads * q * sq
+    att = 12 * tc.num_hidden_layers * tc.num_attention_heads * q * seq_len * tokens
     parts = {"matmuls": (mult * body + 6 * lora) * tokens, "LM head": mult * head * tokens, "attention": att}
     # its comments: forward 2 per weight (and per LoRA parameter); the backward the rest; attention 2 of 6 matmuls
     fwd = {"matmuls": (2 * body + 2 * lora) * tokens, "LM head": 2 * head * tokens, "attention": att // 3}
@@ -143,7 +144,7 @@ def _prime(case: Case) -> Figure:
              f"{BWD}:matmuls": ("backward: 2 per frozen weight (input gradient only), 4 per LoRA parameter"
                                 if case.lora_rank else "backward: 4 per weight") + extra,
              "LM head": "LM head at every position (frozen: 4x, else 6x)",
-             "attention": "full L² square per sequence, every layer"
+             "attention": f"full square: every token attends seq_len = {seq_len} keys, every layer"
                           + ("; sliding windows ignored" if case.spec.sliding_window else "")
                           + (f"; head_dim from hidden_size // heads ({q}, the config says {case.spec.head_dim})"
                              if derived else "")}
@@ -152,46 +153,69 @@ def _prime(case: Case) -> Figure:
 
 # ---- NeMo-RL (from code) ---------------------------------------------------------------------
 
-NEMO_TRACKER, NEMO_FORMULAS = "02306ec9c9cb4db1c0a0d7d608f68470c36551b3", "0126d86c19d9c0bf097e8019b7ad09752b6971c3"
+NEMO_COMMIT = "7ea279abfbeb698b092856d0dab61e7cf39bc909"
 
 
 @counter("nemo-rl", "NeMo-RL FLOPTracker", FROM_CODE,
-         f"NVIDIA-NeMo/RL nemo_rl/utils/flops_tracker.py@{NEMO_TRACKER[:10]} (config dispatch by class; track_batch: "
-         f"one sequence at a time) with nemo_rl/utils/flops_formulas.py@{NEMO_FORMULAS[:10]} (qwen2, qwen3)")
+         f"NVIDIA-NeMo/RL@{NEMO_COMMIT[:10]} (2026-08-22) nemo_rl/utils/flops_tracker.py (config dispatch by class; "
+         "track_batch: one sequence at a time) and nemo_rl/utils/flops_formulas.py (qwen2, qwen3, llama, deepseekv3)")
 def _nemo(case: Case) -> Figure:
-    from transformers import LlamaConfig, Qwen2Config, Qwen3MoeConfig
+    from transformers import LlamaConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig
 
     cfg = _hf_config(case.config_json)
-    if isinstance(cfg, LlamaConfig):   # llama2 / llama3: not in the formulas version transcribed
-        return Figure(notes={"*": "Llama configs: NeMo-RL's llama2/llama3 formulas are not transcribed here"})
-    if not isinstance(cfg, (Qwen2Config, Qwen3MoeConfig)):
+    if isinstance(cfg, Qwen2Config):
+        kind = "qwen2"
+    elif isinstance(cfg, (Qwen3Config, Qwen3MoeConfig)):
+        kind = "qwen3"
+    elif isinstance(cfg, LlamaConfig):
+        kind = "llama"
+    elif cfg.__class__.model_type == "deepseek_v3":
+        kind = "deepseekv3"
+    else:
         msg = f"ValueError: Unsupported config type: {type(cfg)}"
         return Figure(error=msg, notes={"*": f"raises {msg}"})
     h, nl, v = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-    qwen3 = isinstance(cfg, Qwen3MoeConfig)
-    # qwen2: QKV as 3 h x h gemms; qwen3: (2·groups/heads + 1) h x h. Both: causal attention with
-    # hidden_size for heads x head_dim, o_proj h x h; qwen3's MLP is moe_ffn_hidden_size x top-k,
-    # which the tracker sets to intermediate_size x 1 for every Qwen3-MoE config.
-    qkv = Fraction(2 * cfg.num_key_value_heads, cfg.num_attention_heads) + 1 if qwen3 else Fraction(3)
     parts = dict.fromkeys(("matmuls", "attention", "LM head"), Fraction(0))
-    for sl in case.seq_lengths:
-        parts["matmuls"] += 6 * nl * sl * h * h * (qkv + 1) + 6 * nl * sl * h * 3 * cfg.intermediate_size
-        parts["attention"] += 6 * nl * sl * h * h * Fraction(sl, h)
+    for sl in case.seq_lengths:   # track(n_samples=1, padded_seq_len=L) per sequence
         parts["LM head"] += 6 * sl * h * v
-    notes = {**_mm_notes(case, "; " + ("MoE priced as one dense MLP of intermediate_size (top-1), no router" if qwen3
-                                     else "q, k and v each h x h (GQA ignored)") + "; o_proj h x h"),
-             "attention": "causal, hidden_size for heads x head_dim (NVIDIA-NeMo/RL#2736 fixed this for qwen3 later)",
+        if kind == "qwen2":       # QKV as three h x h gemms, causal attention over hidden_size
+            parts["matmuls"] += 6 * nl * sl * h * h * 4 + 6 * nl * sl * h * 3 * cfg.intermediate_size
+            parts["attention"] += 6 * nl * sl * sl * h
+        elif kind == "qwen3":     # head_dim-aware since NVIDIA-NeMo/RL#2736; MLP: intermediate_size x top-1
+            hd = getattr(cfg, "head_dim", None) or h // cfg.num_attention_heads
+            qp, kvp = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
+            parts["matmuls"] += 6 * nl * sl * (2 * qp * h + 2 * kvp * h) + 6 * nl * sl * h * 3 * cfg.intermediate_size
+            parts["attention"] += 6 * nl * sl * sl * qp
+        elif kind == "llama":
+            parts["matmuls"] += sl * nl * h * h * (12 + Fraction(12 * cfg.num_key_value_heads, cfg.num_attention_heads)
+                                                   + Fraction(18 * cfg.intermediate_size, h))
+            parts["attention"] += 6 * nl * sl * sl * h
+        else:                     # deepseekv3 with moe_layer_freq=1, shared = moe_intermediate_size, mtp 0
+            n, qk, rope, vd = cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.qk_rope_head_dim, cfg.v_head_dim
+            mla = (h * cfg.q_lora_rank + cfg.q_lora_rank * (qk + rope) * n if cfg.q_lora_rank is not None
+                   else h * (qk + rope) * n)
+            mla += h * rope + h * cfg.kv_lora_rank + cfg.kv_lora_rank * (qk + vd) * n + vd * n * h
+            ffn = nl * (h * cfg.moe_intermediate_size * 3 * (1 + cfg.num_experts_per_tok))
+            parts["matmuls"] += 6 * (mla * nl + ffn) * sl
+            parts["attention"] += 6 * (Fraction((qk + rope) * n, 2) + Fraction(vd * n, 2)) * sl * sl * nl
+    extra = {"qwen2": "; q, k and v each h x h (GQA ignored); o_proj h x h",
+             "qwen3": "; MoE priced as one dense MLP of intermediate_size (top-1), no router" if case.spec.is_moe else "",
+             "llama": "; q and o as h x h",
+             "deepseekv3": "; every layer priced as MoE (first_k_dense_replace ignored), no router"}[kind]
+    notes = {**_mm_notes(case, extra),
+             "attention": "causal, per sequence, every layer" + (", hidden_size for heads x head_dim"
+                                                                  if kind in ("qwen2", "llama") else ""),
              "LM head": "LM head at every position with its weight gradient"}
     return Figure(passes=_passes_run(case, _runs(case), {k: int(x) for k, x in parts.items()}, None), notes=notes)
 
 
 # ---- slime (from code) -----------------------------------------------------------------------
 
-SLIME_COMMIT = "3797ef9752a94202c4d0c825930dbf6ef6d3c301"
+SLIME_COMMIT = "624b824a898ab0ec1fcb4d373004c7f3852bf515"
 
 
 @counter("slime", "slime calculate_fwd_flops", FROM_CODE,
-         f"THUDM/slime@{SLIME_COMMIT[:10]} slime/utils/flops_utils.py calculate_fwd_flops over the recorded sequence "
+         f"THUDM/slime@{SLIME_COMMIT[:10]} (2026-08-21) slime/utils/flops_utils.py calculate_fwd_flops over the recorded sequence "
          "lengths: perf/actor_train_tflops = 3 x F, log_probs and ref_log_probs = F; Megatron args from the HF config "
          "(kv_channels = head_dim, MLA fields only for MLA models)")
 def _slime(case: Case) -> Figure:
@@ -210,7 +234,7 @@ def _slime(case: Case) -> Figure:
         if mla:
             kv = 2 * sl * (s.kv_lora_rank * (h + nh * (nope + vd)) + h * rope)
         else:
-            kv = 2 * sl * h * (nh // g) * d
+            kv = 2 * 2 * sl * h * g * d
         att = Fraction(2 * nh * sl * sl * (nope + rope if rope else d), 2) + nh * sl * sl * (vd or d)
         return Fraction(q + kv + 2 * sl * h * h + 2 * sl * h * ffn * 3), att
 
@@ -229,8 +253,7 @@ def _slime(case: Case) -> Figure:
                 fwd["attention"] += count * att
         fwd["LM head"] += 2 * sl * h * s.vocab_size
     fwd = {k: int(x) for k, x in fwd.items()}
-    notes = {**_mm_notes(case, ("; k and v priced as heads // groups heads (GQA inverted)" if g != nh and not mla else "")
-                         + ("; o_proj as h x h" if nh * (vd or d) != h else "")
+    notes = {**_mm_notes(case, ("; o_proj as h x h" if nh * (vd or d) != h else "")
                          + ("; no router" if s.is_moe else "")
                          + ("; linear-attention layers priced as attention" if s.family.linear else "")),
              "attention": "causal, per sequence, every layer" + ("; sliding windows ignored" if s.sliding_window else ""),
