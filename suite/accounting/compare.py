@@ -22,13 +22,13 @@ gemma3) verl logs MFU 0. Our text types of Qwen3.5 stand for the checkpoint verl
 (qwen3_5, qwen3_5_moe, whose text_config its formula reads); qwen3_vl prices the text tower of
 a Qwen3-VL checkpoint (no images)."""
 
-PARTS = ("matmuls", "embedding", "LM head", "attention", "linear-attention scan")
+VERL_PARTS = ("matmuls", "embedding", "LM head", "attention", "linear-attention scan")
 """The parts of verl's estimate, as the referee names them."""
 
 
 def verl_update_parts(spec: ModelSpec, seq_lengths: Sequence[int], model_type: str | None = None) -> dict | None:
     """verl 0.9.1's estimate for one update pass over sequences of these lengths, by part
-    (PARTS), or None where verl has no formula for the model type (`model_type`: the type of
+    (VERL_PARTS), or None where verl has no formula for the model type (`model_type`: the type of
     the checkpoint verl reads, default the spec's): 6 * N * tokens, N the matmul weights a
     token passes (MoE: top-k experts; router) plus V * h for the embedding (a lookup, priced
     as a matmul) and V * h for the LM head (tied or not), plus attention 6 * sum(L^2) *
@@ -43,7 +43,7 @@ def verl_update_parts(spec: ModelSpec, seq_lengths: Sequence[int], model_type: s
     h, nl = spec.hidden_size, spec.num_layers
     tokens, sq = sum(seq_lengths), sum(x * x for x in seq_lengths)
     vh = 6 * spec.vocab_size * h * tokens
-    out = dict.fromkeys(PARTS, 0)
+    out = dict.fromkeys(VERL_PARTS, 0)
     out["embedding"] = out["LM head"] = vh
     if kind == "deepseek_v3":
         nope_rope, v, rank = spec.head_dim, spec.v_head_dim or spec.head_dim, spec.kv_lora_rank
@@ -105,4 +105,4 @@ def six_n_t(spec: ModelSpec, tokens: int) -> int:
     return 6 * spec.params_total * tokens
 
 
-__all__ = ["VERL_ESTIMATORS", "PARTS", "verl_update_parts", "verl_update_flops", "six_n_t"]
+__all__ = ["VERL_ESTIMATORS", "VERL_PARTS", "verl_update_parts", "verl_update_flops", "six_n_t"]
