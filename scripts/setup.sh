@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 # (this machine's pip.conf names index folders that may be absent: drop those warnings only)
 pip() { .venv/bin/pip install -q --disable-pip-version-check -c constraints.txt "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
 if [ "${1:-}" = "--test" ]; then
-    pip -e '.[train,test,ray,verl]'
-    # verl's own dependency pins clash with ours (transformers<5.11); only its packaged config is used.
+    pip -e '.[train,test,ray,verl,compare]'
+    # verl's own dependency pins clash with ours (transformers<5.11); only its packaged config and its
+    # FLOP counter (race compare) are used.
     pip --no-deps verl==0.9.1
     bash scripts/install-browser.sh
 else

@@ -118,6 +118,7 @@ FIFO_ARGS = [
     ["import", "trl", "log", "--cell", FIFO, "--out", "o"],
     ["import", "nemo-rl", "log", "--cell", "c.yaml", "--key-map", FIFO, "--out", "o"],
     ["flops", "--config", FIFO], ["flops", "--model", FIFO], ["flops", "--model", "Qwen2.5-0.5B-Instruct", "--reward-model", FIFO],
+    ["compare", "--config", FIFO], ["compare", "--model", FIFO],
     ["plan", "--budget", "1e18", "--reward-model", FIFO], ["curves", FIFO], ["diagnose", FIFO], ["findings", FIFO],
     ["frontier", FIFO], ["eval", FIFO], ["eval", "--base", FIFO], ["eval", "r", "--judge", FIFO],
     ["eval", "r", "--model", FIFO], ["eval", "r", "--native-reward-model", FIFO], ["eval", "r", "--data-dir", FIFO],

@@ -55,7 +55,7 @@ its --out whole, checks it more strictly itself; schema's --out is a file)."""
 
 
 INPUTS = {
-    "bench": ("baseline", "compare"), "curves": ("runs",), "diagnose": ("directory",),
+    "bench": ("baseline", "compare"), "compare": ("config", "model"), "curves": ("runs",), "diagnose": ("directory",),
     "eval": ("run_dir", "base", "judge", "model", "native_reward_model", "data_dir"), "export": ("cell",),
     "findings": ("directory",), "flops": ("config", "model", "reward_model"), "frontier": ("directory",),
     "grid": ("grid",), "import": ("log", "cell", "key_map"), "leaderboard": ("submissions", "findings"),

@@ -5,7 +5,8 @@ update / reward split, p, FLOPs per trained token, the implied utilization at th
 said, and the share of the base model's pretraining compute.
 
 Every number is read from a report (`Report`), except the two comparison columns, which are
-the other formulas of suite.accounting.compare applied to the report's own token counts."""
+verl's estimator (suite.accounting.counters.verl_flops: its installed code, else the
+re-implementation of suite.accounting.compare) and 6*N*T applied to the report's own token counts."""
 
 from __future__ import annotations
 
@@ -29,13 +30,16 @@ def _util(u: float | None) -> str:
 def _compare(r: Report) -> tuple[int, int | None]:
     """6*N*D over the tokens trained, and verl's estimate of one update pass over every trained
     sequence (mean lengths: each prompt + completion counted at the means)."""
-    from ..accounting.compare import six_n_t, verl_update_flops
+    from ..accounting.compare import six_n_t
+    from ..accounting.counters import verl_flops
     from ..accounting.modelspec import ModelSpec
+    from ..accounting.refcase import checkpoint_config
 
     spec = ModelSpec.from_dict({**r.doc["policy"]["spec"], "name": r.model})
     means = r.provenance.get("means") or {}
     length = round(float(means.get("prompt_tokens", 0)) + float(means.get("completion_tokens", 0)))
-    verl = verl_update_flops(spec, [length] * r.completions) if length else None
+    # verl's installed FlopsCounter where verl installs, its re-implementation in the light core
+    verl = verl_flops(spec, checkpoint_config(spec), [length] * r.completions)[0] if length else None
     return six_n_t(spec, r.tokens["update"]), verl
 
 
