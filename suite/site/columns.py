@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .charts import split_bar
-from .formatting import fixed, pct, sci, thousands
+from .formatting import fixed, pct, sci, score, thousands
 
 Row = Any
 """A suite.site.render.Row (not imported: render imports this module)."""
@@ -130,7 +130,7 @@ def columns(score_keys: Sequence[str]) -> list[Column]:
     ]
     for key in score_keys:
         target, _, metric = key.partition(" · ")
-        cols.append(Column(f"score:{key}", target, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
+        cols.append(Column(f"score:{key}", target, lambda r, key=key: _num(r.scores.get(key), score),
                            numeric=True, title=f"score on {target}, metric {metric} (higher is better)",
                            label2=metric))
     return cols

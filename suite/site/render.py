@@ -28,7 +28,8 @@ from ..record.report import Report
 from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
 from .columns import columns
-from .formatting import all_score_keys, fixed, gflops, interval, pct, safe_href, sci, score_key, size_label, thousands
+from .formatting import (BOARD_SCORE_COLUMNS, FRONTIER_CHARTS, fixed, gflops, interval, pct, safe_href, sci, score,
+                         score_key, size_label, thousands, top_score_keys)
 from .swap import SITE_MARKER, remove_leftovers, sibling, swap_in
 
 # --------------------------------------------------------------------------- rows
@@ -193,7 +194,7 @@ def site_env(template_dir: str | None = None):
         trim_blocks=False,
         lstrip_blocks=False,
     )
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href, gflops=gflops,
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, score=score, thousands=thousands, safe_href=safe_href, gflops=gflops,
                        est=interval)
     return env
 
@@ -301,7 +302,9 @@ def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], te
     for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
         _write(out / name, text)
     rows = [e.row for e in entries]
-    cols = columns(all_score_keys(rows))
+    board_keys = top_score_keys(rows, BOARD_SCORE_COLUMNS)
+    n_keys = len({k for r in rows for k in r.scores})
+    cols = columns(board_keys)
     col_index = {c.key: i for i, c in enumerate(cols)}
     nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
     common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
@@ -329,11 +332,12 @@ def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], te
             rows=[r for r in ordered if r.origin != "reference cell"],
             reference_rows=[r for r in ordered if r.origin == "reference cell"],
             columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
-            skipped=list(skipped))
+            skipped=list(skipped), hidden_targets=n_keys - len(board_keys))
         _write(out / name, html)
         sizes[name] = len(html.encode("utf-8"))
     _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
-        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows, top_score_keys(rows, FRONTIER_CHARTS)),
+        hidden_targets=n_keys - min(n_keys, FRONTIER_CHARTS)))
     if findings is not None:
         figure_name = ""
         if figure is not None:
