@@ -221,3 +221,37 @@ def test_the_workflow_runs_the_suites_commands_and_passes_the_linters():
     if actionlint:                  # where a real actionlint is on PATH (CI images often carry one)
         lint = subprocess.run([actionlint, str(WORKFLOW)], capture_output=True, text=True)
         assert lint.returncode == 0, lint.stdout
+
+
+def test_the_first_submission_walkthrough_runs_as_written(repo, tmp_path):
+    """docs/leaderboard.md's first-submission block, run line by line with bash in a clone of the
+    scratch repository (so origin/main exists), `race` being this checkout's CLI: the report is
+    submitted, committed, accepted by the check and compared in comment.md."""
+    text = (ROOT / "docs" / "leaderboard.md").read_text()
+    block = text.split("<!-- first-submission:begin -->", 1)[1].split("<!-- first-submission:end -->", 1)[0]
+    lines = [line for line in block.strip().strip("`").splitlines()[1:] if line.strip()]
+    assert any(line.startswith("race submit --check") for line in lines)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "main", str(repo["repo"]), str(clone))
+    doc = _example("paper-qwen1.5b-lora64-prm.json")
+    (clone / "my-run").mkdir()
+    shutil.copy(EXAMPLES / doc["ledger"]["path"], clone / "my-run" / doc["ledger"]["path"])
+    (clone / "my-run" / "report.json").write_text(json.dumps(doc, indent=2))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "race").write_text(f"#!/bin/sh\nexec {sys.executable} -m suite.cli \"$@\"\n")
+    (bin_dir / "race").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    outputs = []
+    for line in lines:
+        done = subprocess.run(["bash", "-c", line], cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        outputs.append(done.stdout)
+    submitted = next(o for line, o in zip(lines, outputs) if line.startswith("race submit my-run"))
+    assert "next: open a pull request" in submitted
+    checked = next(o for line, o in zip(lines, outputs) if line.startswith("race submit --check"))
+    assert checked.startswith("accepted ") and doc["run"]["id"] in checked
+    comment = (clone / "comment.md").read_text()
+    assert "(this pull request)" in comment and "DeepScaleR" in comment
