@@ -408,3 +408,65 @@ def test_a_proportion_metric_out_of_range_is_refused(example, tmp_path):
     report.write_text(json.dumps(doc))
     with pytest.raises(lb.SubmissionRefused, match=r"SCHEMA-002 at \$\.evaluations\[0\]\.value: a proportion metric"):
         lb.submit(report, subs)
+
+
+def test_reference_cell_is_held_to_the_suites_own_cells(tmp_path):
+    """REF-001: a report naming one of the suite's cells must be one by content -- a shipped tiny
+    policy spec for spec, measured with a ledger under trl-cpu, and a tasks/cells file's settings.
+    The real cell's report passes; the same claim on a 1.5B run, or with another K, is refused."""
+    from leaderboard_docs import EXAMPLES, reference_cell_report, valid_examples
+
+    real = reference_cell_report(tmp_path)
+    assert not lb.validate(real, base_dir=tmp_path)
+    other_k = json.loads(json.dumps(real))
+    other_k["grpo"]["group_size"] = 4
+    found = [f for f in lb.validate(other_k, base_dir=tmp_path) if f.rule_id == "REF-001"]
+    assert [f.path for f in found] == ["$.grpo.group_size"] and "sets group_size = 8" in found[0].message
+    big = dict(valid_examples())["paper-qwen1.5b-lora64-sparse.json"]
+    shutil.copy(EXAMPLES / big["ledger"]["path"], tmp_path / big["ledger"]["path"])
+    assert not lb.errors_of(lb.validate(big, base_dir=tmp_path))
+    big["provenance"]["reference_cell"] = "s-sparse"
+    found = [f for f in lb.validate(big, base_dir=tmp_path) if f.rule_id == "REF-001"]
+    assert len(found) == 1 and "not one of the models shipped" in found[0].message
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    shutil.copy(EXAMPLES / big["ledger"]["path"], sub / big["ledger"]["path"])
+    (sub / "claims.json").write_text(json.dumps(big))
+    skipped = dict((s.name, s.reason) for s in lb.load_submissions(sub).skipped)
+    assert "REF-001" in skipped["claims.json"]
+
+
+def test_one_row_per_run_id_and_the_maintained_run_keeps_its_id(tmp_path):
+    """BOARD-001/002 at build time: of two valid reports under one run id the first listed wins;
+    a maintained published run keeps its id whatever the file names; a report carrying
+    sources.published that is not a maintained rebuild is not listed at all."""
+    from leaderboard_docs import EXAMPLES, valid_examples, variant
+    from suite.site import board
+
+    root = tmp_path
+    subs, pub = root / "submissions", root / "published"
+    subs.mkdir()
+    pub.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "leaderboard" / "published" / "tina-still.yaml", pub)
+    maintained = board.rebuild(pub / "tina-still.yaml")
+    a = dict(valid_examples())["paper-qwen1.5b-lora64-sparse.json"]
+    shutil.copy(EXAMPLES / a["ledger"]["path"], subs / a["ledger"]["path"])
+    twin = variant(a, 1)
+    twin["run"]["id"] = a["run"]["id"]                               # another report, the same run id
+    squatter = variant(a, 2)
+    squatter["run"]["id"] = maintained["run"]["id"]                 # a run id the published run owns
+    impostor = json.loads(json.dumps(maintained))
+    impostor["run"]["notes"] = "the same run, re-labelled"          # not the maintained rebuild
+    for name, d in (("a.json", a), ("b-twin.json", twin), ("0-squatter.json", squatter),
+                    ("zz-maintained.json", maintained), ("c-impostor.json", impostor)):
+        (subs / name).write_text(json.dumps(d))
+    loaded = lb.load_submissions(subs, maintained=board.maintained(pub))
+    assert sorted(s.filename for s in loaded.submissions) == ["a.json", "zz-maintained.json"]
+    reasons = {s.name: s.reason for s in loaded.skipped}
+    assert reasons["b-twin.json"].startswith("BOARD-001") and "a.json" in reasons["b-twin.json"]
+    assert reasons["0-squatter.json"].startswith("BOARD-001") and "zz-maintained.json" in reasons["0-squatter.json"]
+    assert reasons["c-impostor.json"].startswith("BOARD-002")
+    summary = lb.build(subs, root / "site")                          # ../published found beside the folder
+    assert summary["listed"] == 2
+    html = (root / "site" / "index.html").read_text()
+    assert 'data-origin="published run"' in html and html.count("<tr data-origin=") == 2
