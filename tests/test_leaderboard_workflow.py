@@ -195,6 +195,24 @@ def test_a_resubmitted_published_run_with_other_means_is_refused(repo):
     assert check.returncode == 1 and "BOARD-001" in check.stdout, check.stdout
 
 
+def test_a_link_or_a_stray_file_is_refused(repo):
+    """BOARD-005: a symbolic link added as a report (it could point anywhere on the runner), a file
+    in a sub-folder and a ledger no report of the change references are each refused by name."""
+    r, subs = repo["repo"], repo["subs"]
+    _branch(r, "stray")
+    (subs / "link.json").symlink_to("/etc/hostname")
+    (subs / "deep").mkdir()
+    (subs / "deep" / "x.json").write_text("{}")
+    (subs / "ledger-0000000000000000.jsonl").write_text("")
+    _commit(r, "stray files")
+    check = race(r, "submit", "--check", "--base", "main")
+    assert check.returncode == 1
+    for name in ("link.json is not a plain file", "deep/x.json is not a file of the submissions folder",
+                 "ledger-0000000000000000.jsonl is referenced by no report"):
+        assert name in check.stdout, (name, check.stdout)
+    assert check.stdout.count("BOARD-005") == 3
+
+
 def test_bad_input_is_one_line(repo):
     r = repo["repo"]
     for args, words in ((("submit", "--check", "--base", "no-such-ref"), "no-such-ref"),

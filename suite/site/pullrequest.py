@@ -156,6 +156,10 @@ def check(changes: Sequence[Change], repo: Path, submissions: str = "leaderboard
         elif "/" in rel or rel.startswith("."):
             verdict.findings.append(_finding("BOARD-005", c.path, f"{rel} is not a file of the submissions folder itself",
                                              "add the report and its ledger at the top of the folder (race submit)"))
+        elif (folder / rel).is_symlink() or not (folder / rel).is_file():
+            verdict.findings.append(_finding("BOARD-005", c.path, f"{rel} is not a plain file (a symbolic link, or "
+                                             "missing from the work tree): submissions are plain files",
+                                             "add the report and its ledger themselves (race submit)"))
         elif rel.endswith(".json"):
             added_reports.append(rel)
         elif rel.endswith(".jsonl"):
