@@ -98,6 +98,10 @@ def test_a_valid_report_passes_and_gets_its_comparison(repo):
     accepted = [line for line in check.stdout.splitlines() if line.startswith("accepted")]
     assert len(accepted) == 1 and accepted[0].endswith(doc["run"]["id"])      # only the change is checked
     assert json.loads((r / "findings.sarif").read_text())["runs"][0]["results"] == []
+    listed = git(r, "diff", "--name-status", "--no-renames", "main...HEAD")     # the same change, as a list
+    by_list = subprocess.run([sys.executable, "-m", "suite.cli", "submit", "--check", "--changed", "-"], cwd=r,
+                             input=listed, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert by_list.returncode == 0 and by_list.stdout == check.stdout
     out = race(r, "leaderboard", "comment", "--base", "main", "--out", "comment.md")
     assert out.returncode == 0, out.stderr
     text = (r / "comment.md").read_text()
