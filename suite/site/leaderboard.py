@@ -122,36 +122,44 @@ def run_key(doc: Any) -> tuple[str, str] | None:
     return (rid, digest) if isinstance(rid, str) and isinstance(digest, str) else None
 
 
-def _find_duplicate(folder: Path, sid: str, *also: str, run: tuple[str, str] | None = None) -> str | None:
-    """A file in `folder` whose content id is `sid` or one of `also` (other than `<sid>.json`),
-    or that reports the same run (`run`: run_key), if any: catches a report that arrived by pull
-    request under another name, verbatim (its ledger path not yet rewritten), or again with only
-    its notes or labels edited."""
-    ids = {sid, *also}
-    for p in sorted(folder.glob("*.json")):
-        if p.name.startswith(".") or p.name == f"{sid}.json":
-            continue
-        try:
-            other = read_report(p, check=False).doc
-            if submission_id(other) in ids or (run is not None and run_key(other) == run):
-                return p.name
-        except (RaceError, ValueError):
-            continue
-    return None
-
-
-def _run_ids(folder: Path) -> dict[str, str]:
-    """Run id -> file name of every readable report in the submissions folder."""
-    out: dict[str, str] = {}
+def _folder_reports(folder: Path) -> list[tuple[str, dict]]:
+    """(file name, document) of every readable report in the submissions folder, read once per
+    submit for both the duplicate and the run-id checks."""
+    out = []
     for p in sorted(folder.glob("*.json")):
         if p.name.startswith("."):
             continue
         try:
-            rid = read_report(p, check=False).doc.get("run", {}).get("id")
-        except (RaceError, ValueError, AttributeError):
+            doc = read_report(p, check=False).doc
+        except (RaceError, ValueError):
             continue
+        if isinstance(doc, dict):
+            out.append((p.name, doc))
+    return out
+
+
+def _find_duplicate(reports: list[tuple[str, dict]], sid: str, *also: str,
+                    run: tuple[str, str] | None = None) -> str | None:
+    """A file of `reports` (_folder_reports) whose content id is `sid` or one of `also` (other than
+    `<sid>.json`), or that reports the same run (`run`: run_key), if any: catches a report that
+    arrived by pull request under another name, verbatim (its ledger path not yet rewritten), or
+    again with only its notes or labels edited."""
+    ids = {sid, *also}
+    for name, other in reports:
+        if name == f"{sid}.json":
+            continue
+        if submission_id(other) in ids or (run is not None and run_key(other) == run):
+            return name
+    return None
+
+
+def _run_ids(reports: list[tuple[str, dict]]) -> dict[str, str]:
+    """Run id -> file name of the reports (_folder_reports)."""
+    out: dict[str, str] = {}
+    for name, doc in reports:
+        rid = doc.get("run", {}).get("id") if isinstance(doc.get("run"), dict) else None
         if isinstance(rid, str):
-            out.setdefault(rid, p.name)
+            out.setdefault(rid, name)
     return out
 
 
@@ -200,7 +208,8 @@ def submit(report: Path, folder: Path, *, maintained: Any = None) -> Submitted:
         data = (json.dumps(stored, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     sid = submission_id(stored)
     key = run_key(doc)
-    other = _find_duplicate(folder, sid, submission_id(doc), run=key)
+    reports = _folder_reports(folder)
+    other = _find_duplicate(reports, sid, submission_id(doc), run=key)
     if other:
         same = "same content" if other == f"{sid}.json" or _content_id(folder / other) in (sid, submission_id(doc)) \
             else f"the same run: run id {key[0]!r}, ledger sha256 {key[1][:ID_HEX]}"
@@ -216,7 +225,7 @@ def submit(report: Path, folder: Path, *, maintained: Any = None) -> Submitted:
             raise SubmissionRefused(f"{report.name} refused: {rule} {message}",
                                     "submit your own run without sources.published, or propose the run description "
                                     "in leaderboard/published/ (docs/leaderboard.md)")
-    taken = _run_ids(folder)
+    taken = _run_ids(reports)
     rid = key[0] if key else None
     if rid in taken and taken[rid] != f"{sid}.json":      # the same file again: a duplicate, refused below
         raise SubmissionRefused(f"{report.name} refused: BOARD-001 run id {rid!r} is already listed by {taken[rid]}: "
