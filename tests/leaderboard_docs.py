@@ -138,3 +138,38 @@ def _get(doc, path):
     for k in path:
         doc = doc[k]
     return doc
+
+
+def reference_cell_report(folder: Path, cell: str = "s-sparse", steps: int = 3) -> dict:
+    """A report of one of the suite's own cells (tasks/cells/CELL.yaml: its tiny shipped policy and
+    settings), measured with a ledger priced by suite.accounting as the TRL callback writes it,
+    the ledger stored in `folder`: what REF-001 accepts as a reference cell."""
+    import random
+
+    import yaml
+
+    from suite.record.report import Provenance, build_report
+
+    from validate_strategies import ledger_records, write_ledger
+
+    c = yaml.safe_load((ROOT / "tasks" / "cells" / f"{cell}.yaml").read_text())
+    spec = {"id": f"reference-{cell}", "label": f"reference cell {cell}, a tiny policy on 2 CPU cores",
+            "policy": str(ROOT / "tasks" / "arith" / "models" / Path(c["policy"]).name),
+            "adapter": {"type": "lora", "rank": c["lora_rank"], "alpha": float(c["lora_alpha"]),
+                        "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]},
+            "grpo": {k: c[k] for k in ("group_size", "prompts_per_step", "max_completion_tokens", "num_iterations",
+                                       "beta")} | {"gradient_checkpointing": True},
+            "reward": {"system": c["reward"]},
+            "engine": {"name": "trl", "version": "1.16.0"},
+            "accounting": {"engine_profile": "trl-cpu", "attention": "causal"},
+            "evaluations": [{"target": "arith-easy-250", "metric": "pass@1", "value": 0.41, "n": 250}]}
+    rng = random.Random(cell)
+    g = spec["grpo"]
+    lengths = [([rng.randint(20, 40) for _ in range(g["prompts_per_step"])],
+                [rng.randint(1, g["max_completion_tokens"]) for _ in range(g["prompts_per_step"] * g["group_size"])])
+               for _ in range(steps)]
+    name = f"reference-{cell}.ledger.jsonl"
+    write_ledger(folder / name, ledger_records(spec, lengths))
+    return build_report(folder / name, spec, created="2026-11-29T21:00:00Z",
+                        provenance=Provenance("measured", recorder="race RaceLedger (TRL callback)",
+                                              reference_cell=cell)).doc

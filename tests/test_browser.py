@@ -22,7 +22,7 @@ import pytest
 from suite.site import leaderboard as lb
 
 from chromium_cdp import Browser, find_chromium, png_pixels
-from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, valid_examples, variant
+from leaderboard_docs import EXAMPLES, PAYLOADS, hostile, reference_cell_report, valid_examples, variant
 
 SCORES = (0.12, 0.87, 0.45, 0.66, 0.31, 0.95, 0.08, 0.52)
 FINDINGS = Path(__file__).parent / "fixtures" / "findings-ci" / "findings.json"
@@ -50,15 +50,24 @@ def browser():
     b.close()
 
 
+PUBLISHED = Path(__file__).resolve().parents[1] / "leaderboard" / "published"
+MAINTAINED = "deepscaler-1.5b"      # the maintained published run the site lists
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """A site built through the validation gate from varied valid reports, two hostile ones and a
-    broken file."""
+    """A site built through the validation gate and the board's rules from varied valid reports,
+    a maintained published run (its run description beside the submissions), one of the suite's
+    own cells, two hostile reports, a broken file and a report impersonating a published run."""
+    from suite.site import board
+
     examples = [d for _, d in valid_examples()]
     assert examples, "schemas/examples/valid holds no example reports"
     root = tmp_path_factory.mktemp("browser")
-    subs, out = root / "submissions", root / "site"
+    subs, out, published = root / "submissions", root / "site", root / "published"
     subs.mkdir()
+    published.mkdir()
+    shutil.copy(PUBLISHED / f"{MAINTAINED}.yaml", published)
     for d in examples:                       # the ledgers the reports are checked against
         if "ledger" in d:
             shutil.copy(EXAMPLES / d["ledger"]["path"], subs / d["ledger"]["path"])
@@ -66,16 +75,18 @@ def site(tmp_path_factory):
     def no_errors(doc: dict) -> bool:
         return not lb.errors_of(lb.validate(doc, base_dir=subs))
 
-    docs = [variant(examples[i % len(examples)], i, score=s) for i, s in enumerate(SCORES)]
-    measured = next(d for d in docs if (d.get("provenance") or {}).get("method") == "measured")
-    reference = variant(measured, 99)                                   # one of the suite's own cells
-    reference["provenance"]["reference_cell"] = "s-sparse"
-    reference["run"]["label"] = "reference cell s-sparse, a tiny policy on 2 CPU cores"
+    own = [d for d in examples if not board.claims_published(d)]
+    impostor = next(d for d in examples if board.claims_published(d))     # not a maintained description
+    docs = [variant(own[i % len(own)], i, score=s) for i, s in enumerate(SCORES)]
+    docs.append(board.rebuild(published / f"{MAINTAINED}.yaml"))
+    reference = reference_cell_report(subs)                             # one of the suite's own cells
     docs.append(reference)
     bad, carried = hostile(examples[0], accept=no_errors)
     bad2, _ = hostile(examples[-1], accept=no_errors)
+    bad2["run"]["id"] = bad["run"]["id"] + " (2)"                        # one row per run id
     for d in (*docs, bad, bad2):
         (subs / f"{lb.submission_id(d)}.json").write_text(json.dumps(d))
+    (subs / "impostor.json").write_text(json.dumps(impostor))
     (subs / "broken.json").write_text("{ this is not json")
     findings = json.loads(FINDINGS.read_text())        # a study's findings, every claim text hostile
     for c, payload in zip(findings["claims"], PAYLOADS):
@@ -84,7 +95,7 @@ def site(tmp_path_factory):
     summary = lb.build(subs, out, findings=root / "findings.json")
     listed = {lb.submission_id(d): d for d in (*docs, bad, bad2)}
     return {"out": out, "summary": summary, "docs": docs, "hostile": bad, "carried": carried, "reference": reference,
-            "n": len(listed), "published": sum("sources" in d for d in listed.values())}
+            "n": len(listed), "published": sum(board.claims_published(d) for d in listed.values())}
 
 
 def _rows(b: Browser, col: int, body: str = "") -> list[str]:
@@ -110,7 +121,9 @@ def _not_pwned(b: Browser) -> None:
 def test_gate_lists_the_valid_and_hostile_and_skips_the_broken(site):
     s = site["summary"]
     assert s["listed"] == site["n"]
-    assert [name for name, _ in s["skipped_files"]] == ["broken.json"]
+    skipped = dict(s["skipped_files"])
+    assert sorted(skipped) == ["broken.json", "impostor.json"]
+    assert skipped["impostor.json"].startswith("BOARD-002")        # a published run not maintained: not listed
     # The hostile report kept payloads in its free-text fields and still passed validation.
     carried = {p[:2] for p in site["carried"]}
     assert {("run", "id"), ("run", "label")} <= carried, carried
@@ -358,3 +371,42 @@ def test_findings_page_in_the_site_frame(browser, site):
     assert b.eval("document.documentElement.scrollWidth <= window.innerWidth")
     b.open((site["out"] / "index.html").as_uri())
     assert b.eval("document.querySelector('nav.views a[href=\"findings.html\"]') !== null")
+
+
+def test_every_row_carries_the_badge_the_board_decided(browser, site, tmp_path):
+    """Every row carries one badge of how it was obtained, decided from what the board checked (the
+    stored ledger, the maintained published runs), never from the report's own words; the legend
+    names each badge on the page and the filter keeps only the rows with the chosen one."""
+    from suite.site import board
+
+    b = browser
+    b.open((site["out"] / "index.html").as_uri())
+    rows = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).map(tr => [tr.querySelector("
+                  "'td.run').textContent.trim(), Array.from(tr.querySelectorAll('span.badge')).map(s => "
+                  "[s.getAttribute('data-badge'), s.textContent.trim(), s.getBoundingClientRect().width])])")
+    assert len(rows) == site["n"]
+    assert all(len(badges) == 1 and badges[0][0] in board.BADGES and badges[0][2] > 10 for _, badges in rows), rows
+    by_label = {name: badges[0] for name, badges in rows}
+    want = {}
+    for d in site["docs"]:
+        method = d.get("provenance", {}).get("method")
+        want[d["run"]["label"]] = ("published" if board.claims_published(d) else "measured"
+                                   if method in (None, "measured") else method)
+    for label, key in want.items():
+        assert by_label[label][0] == key and by_label[label][1] == board.BADGES[key].label, (label, by_label[label])
+    legend = b.eval("Array.from(document.querySelectorAll('#badge-legend dt span.badge')).map(s => "
+                    "s.getAttribute('data-badge'))")
+    assert legend == [k for k in board.BADGES if k in {x[0] for x in by_label.values()}]
+    assert {"measured", "estimated", "published"} <= set(legend)
+    label = board.BADGES["measured"].label
+    b.eval(f"(() => {{ const s = document.getElementById('filter-badge'); s.value = {json.dumps(label)};"
+           " s.dispatchEvent(new Event('change')); })()")
+    visible = b.eval("Array.from(document.querySelectorAll('#board tbody tr[data-origin]')).filter(r => !r.hidden)"
+                     ".map(r => r.querySelector('span.badge').getAttribute('data-badge'))")
+    assert visible and set(visible) == {"measured"}
+    assert len(visible) == sum(1 for k, _, _ in by_label.values() if k == "measured")
+    png = b.screenshot(tmp_path / "badges.png")
+    assert struct.unpack(">II", png[16:24])[0] == 1400
+    keep = os.environ.get("RACE_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(tmp_path / "badges.png", Path(keep) / "badges.png")

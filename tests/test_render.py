@@ -97,7 +97,7 @@ def test_filters_offer_sizes_rewards_and_bands(tmp_path):
                    [(m[0], re.findall(r'<option value="([^"]+)"', m[1]))
                     for m in re.findall(r'<select name="(\w+)"(.*?)</select>', html, re.S)])
     assert options == {"origin": ["submitted run"], "size": ["1.5B", "7.6B"], "reward": ["prm", "sparse"],
-                       "band": ["5.0e16–2.0e17", "1e19–1e20"], "provenance": ["not stated"]}
+                       "band": ["5.0e16–2.0e17", "1e19–1e20"], "badge": []}   # badges: the board's (test_leaderboard)
     assert 'data-size="7.6B" data-reward="prm" data-band="1e19–1e20"' in html
 
 
@@ -122,7 +122,7 @@ def test_rows_carry_provenance_origin_notes_and_a_bar(tmp_path):
     html = (tmp_path / "index.html").read_text()
     assert ">a run whose long name must show in full, never cut</a>" in html
     assert "R 65.0% · U 25.0% · W 10.0%" in html and 'fill="url(#fill-update)"' in html
-    assert 'data-origin="reference cell"' in html and 'data-provenance="imported (verl)"' in html
+    assert 'data-origin="reference cell"' in html and ">imported (verl)</span>" in html
     page = (tmp_path / "s" / "id000.html").read_text()
     assert '<p class="notes">evaluation values are illustrative</p>' in page and "no per-step ledger" in page
 

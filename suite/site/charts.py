@@ -5,10 +5,11 @@ in, coordinates and labels out; nothing is computed about the runs here."""
 from __future__ import annotations
 
 import math
+import sys
 from typing import Sequence
 
 from ..accounting import PHASES
-from .formatting import all_score_keys, fixed, sci
+from .formatting import all_score_keys, fixed, sci, score
 
 PHASE_COLORS = {"rollout": "#4e79a7", "update": "#f28e2b", "reward": "#59a14f"}
 # Condition colours of the frontier plot (Tableau 10, colour-blind friendly enough for 10 series).
@@ -17,13 +18,24 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
+    """About `n` round tick values between lo and hi. Any finite pair gives an answer: the span
+    is taken as hi/n - lo/n (hi - lo overflows for scores near +-1.8e308), and where no round
+    step exists in floating point (a span below the smallest normal number, or one that rounds
+    to nothing) the ends themselves are the ticks."""
+    if not hi > lo:
         return [lo]
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.ceil(lo / step) * step
-    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+    raw = hi / n - lo / n
+    try:
+        mag = 10.0 ** math.floor(math.log10(raw))
+        step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), 0.0)
+        if not (0 < step < math.inf):
+            return [lo, hi]
+        first = math.ceil(lo / step) * step
+        count = int(hi / step - first / step + 1e-9) + 1
+    except (OverflowError, ValueError):
+        return [lo, hi]
+    ticks = [first + i * step for i in range(min(count, 2 * n + 1))]
+    return [t for t in ticks if math.isfinite(t)] or [lo, hi]
 
 
 PHASE_SHORT = {"rollout": "R", "update": "U", "reward": "W"}
@@ -83,14 +95,34 @@ def phase_chart(steps: Sequence[int], per_step: Sequence[dict[str, int]], max_po
             "layers": layers, "yticks": yticks, "xticks": xticks, "steps": n, "bin": bin_, "binned": bin_ > 1}
 
 
-def frontier_charts(rows: Sequence) -> list[dict]:
+def y_range(ys: Sequence[float]) -> tuple[float, float]:
+    """The score axis of a frontier plot: [0, 1] when every score lies in it, else the scores'
+    own range (widened by one either side when they are all equal, kept finite at the ends of
+    the floating-point range)."""
+    ylo, yhi = min(ys), max(ys)
+    if 0 <= ylo and yhi <= 1:
+        return 0.0, 1.0                  # scores in [0, 1] get the whole unit range
+    if yhi == ylo:
+        ylo, yhi = ylo - max(1.0, abs(ylo) * 1e-9), yhi + max(1.0, abs(yhi) * 1e-9)
+        ylo, yhi = max(ylo, -sys.float_info.max), min(yhi, sys.float_info.max)
+    return ylo, yhi
+
+
+def _fraction(v: float, lo: float, hi: float) -> float:
+    """Where v sits between lo and hi, in [0, 1]: halved first, so that hi - lo cannot overflow
+    for scores near +-1.8e308."""
+    span = hi / 2 - lo / 2
+    return 0.5 if not span > 0 else min(1.0, max(0.0, (v / 2 - lo / 2) / span))
+
+
+def frontier_charts(rows: Sequence, keys: Sequence[str] | None = None) -> list[dict]:
     """Geometry of the frontier plots: per evaluation target, score against total FLOPs (log x)
     with one series per model size and reward system; a series' frontier joins the runs no
     cheaper run of the series beats (suite.analysis.frontier.compute_frontier)."""
     from ..analysis.frontier import compute_frontier
 
     charts = []
-    for key in all_score_keys(rows):
+    for key in (all_score_keys(rows) if keys is None else keys):
         pts = [r for r in rows if key in r.scores and r.total_flops > 0]
         if not pts:
             continue
@@ -99,18 +131,13 @@ def frontier_charts(rows: Sequence) -> list[dict]:
         lo, hi = math.floor(min(lx) - 0.05), math.ceil(max(lx) + 0.05)   # keep points off the frame
         if hi == lo:
             hi = lo + 1
-        ys = [r.scores[key] for r in pts]
-        ylo, yhi = min(ys), max(ys)
-        if 0 <= ylo and yhi <= 1:
-            ylo, yhi = 0.0, 1.0          # scores in [0, 1] get the whole unit range
-        elif yhi == ylo:
-            ylo, yhi = ylo - 1, yhi + 1
+        ylo, yhi = y_range([r.scores[key] for r in pts])
 
         def X(v):
             return round(left + (math.log10(v) - lo) / (hi - lo) * (right - left), 2)
 
         def Y(v):
-            return round(bottom - (v - ylo) / (yhi - ylo) * (bottom - top), 2)
+            return round(bottom - _fraction(v, ylo, yhi) * (bottom - top), 2)
 
         series = []
         names = sorted({r.series for r in pts}, key=lambda c: (c.split(" · ")[0], c))
@@ -122,7 +149,7 @@ def frontier_charts(rows: Sequence) -> list[dict]:
                 if is_best:
                     frontier.append(f"{X(r.total_flops)},{Y(r.scores[key])}")
                 marks.append({"x": X(r.total_flops), "y": Y(r.scores[key]), "best": is_best, "page": r.page,
-                              "label": f"{r.run_name}: {fixed(r.scores[key], 3)} at {sci(r.total_flops)} FLOPs, "
+                              "label": f"{r.run_name}: {score(r.scores[key])} at {sci(r.total_flops)} FLOPs, "
                                        f"p = {fixed(r.update_share, 3)}"})
             series.append({"name": name, "color": PALETTE[i % len(PALETTE)], "points": marks,
                            "frontier": " ".join(frontier) if len(frontier) > 1 else ""})
@@ -131,5 +158,5 @@ def frontier_charts(rows: Sequence) -> list[dict]:
                        "width": width, "height": height, "left": left, "right": right, "top": top,
                        "bottom": bottom,
                        "xticks": [{"pos": X(10 ** e), "label": f"1e{e}"} for e in range(lo, hi + 1)],
-                       "yticks": [{"pos": Y(v), "label": f"{v:g}"} for v in _ticks(ylo, yhi)]})
+                       "yticks": [{"pos": Y(v), "label": f"{v:.3g}"} for v in _ticks(ylo, yhi)]})
     return charts

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .charts import split_bar
-from .formatting import fixed, pct, sci, thousands
+from .formatting import fixed, pct, sci, score, thousands
 
 Row = Any
 """A suite.site.render.Row (not imported: render imports this module)."""
@@ -29,8 +29,8 @@ class Cell:
 @dataclass(frozen=True)
 class Column:
     """A main-table column: a stable key, a header label and how to read a cell from a row.
-    `kind`: "run" (a link to the run's page), "split" (the stacked phase bar), "" (text; its
-    second line a link where the cell has an `href`)."""
+    `kind`: "run" (a link to the run's page), "split" (the stacked phase bar), "obtained" (the row's
+    badge, then the second line), "" (text; its second line a link where the cell has an `href`)."""
 
     key: str
     label: str
@@ -65,10 +65,13 @@ def _total_cell(r: Row) -> Cell:
 
 
 def _provenance_cell(r: Row) -> Cell:
-    """How the numbers were obtained; a published run also links its publication."""
+    """How the numbers were obtained: the board's badge (suite.site.board), the report's own
+    provenance beneath it; a maintained published run links its publication instead."""
+    label = r.badge_label or r.provenance
     if r.origin != "published run":
-        return _text(r.provenance, r.origin)
-    return Cell(r.provenance, r.provenance, f"a published run re-accounted: {r.source_title or r.source_url or ''}",
+        return Cell(label, label, f"{r.origin}; provenance as the report states it: {r.provenance}",
+                    sub=r.provenance if r.provenance != label else "")
+    return Cell(label, label, f"a published run re-accounted: {r.source_title or r.source_url or ''}",
                 sub="published", href=r.source_url)
 
 
@@ -121,16 +124,17 @@ def columns(score_keys: Sequence[str]) -> list[Column]:
         Column("engine", "engine profile", lambda r: _text(r.engine_profile, f"{r.engine}; counted as {r.accounting}"),
                title="accounting engine profile: which passes were counted"),
         Column("attention", "attention", lambda r: _text(r.attention), title="attention FLOP convention"),
-        Column("provenance", "provenance", _provenance_cell,
-               title="how the numbers were obtained: measured (a per-step ledger), imported (an engine's log) or "
-                     "estimated (aggregate numbers); 'published' links the paper a published run comes from"),
+        Column("provenance", "provenance", _provenance_cell, kind="obtained",
+               title="how the numbers were obtained, decided by the board from what it checked: measured with "
+                     "ledger, imported from an engine log, estimated from a published setup (the maintained "
+                     "published runs), reconstructed, or estimated by its submitter; 'published' links the paper"),
         Column("pretraining", "post / pre-training", _pretraining_cell, numeric=True,
                title="post-training FLOPs as a share of the base model's pretraining FLOPs, and the indicative EU "
                      "one-third check (C(2025) 5045 points 59-61; not legal advice)"),
     ]
     for key in score_keys:
         target, _, metric = key.partition(" · ")
-        cols.append(Column(f"score:{key}", target, lambda r, key=key: _num(r.scores.get(key), lambda v: fixed(v, 3)),
+        cols.append(Column(f"score:{key}", target, lambda r, key=key: _num(r.scores.get(key), score),
                            numeric=True, title=f"score on {target}, metric {metric} (higher is better)",
                            label2=metric))
     return cols

@@ -30,6 +30,14 @@ def fixed(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+def score(x: float | None) -> str:
+    """An evaluation score: three decimals, or short scientific form outside +-10,000 and for
+    tiny non-zero values (a finite score of 1e308 stays a short cell); '—' for None."""
+    if x is None:
+        return "—"
+    return f"{x:.3f}" if x == 0 or 1e-3 <= abs(x) < 1e4 else f"{x:.3e}".replace("e+", "e")
+
+
 def interval(e: dict | None, digits: int = 3) -> str:
     """An estimate with its interval (a findings.json estimate: value, low, high) as
     'value [low, high]'; '—' without one."""
@@ -68,6 +76,25 @@ def safe_href(value: Any) -> str | None:
 def score_key(target: str, metric: str) -> str:
     """Column name of an evaluation: its target and metric."""
     return f"{target} · {metric}"
+
+
+BOARD_SCORE_COLUMNS = 12
+"""Score columns the main table shows at most: the targets most runs were evaluated on. Every
+score stays on its run's own page; a table of every target would grow as runs x targets (30
+runs of 1,000 targets each made a 150 MB site)."""
+
+FRONTIER_CHARTS = 24
+"""Frontier plots drawn at most, chosen the same way (one plot per target otherwise)."""
+
+
+def top_score_keys(rows: Iterable, limit: int) -> list[str]:
+    """The `limit` evaluation target·metric keys shared by the most rows (ties by name), sorted
+    by name: the columns the main table shows and the plots the frontier page draws."""
+    from collections import Counter
+
+    counts = Counter(k for r in rows for k in r.scores)
+    chosen = sorted(counts, key=lambda k: (-counts[k], k))[:limit]
+    return sorted(chosen)
 
 
 def all_score_keys(rows: Iterable) -> list[str]:

@@ -30,9 +30,9 @@ from ..digest import file_sha256
 from ..errors import RaceError
 from ..record.ledger import LedgerSummary
 from ..record.report import read_report
+from .ids import ID_HEX, canonical_bytes, content_digest, submission_id  # noqa: F401  (the ids, re-exported)
 from .render import Skip
 
-ID_HEX = 16            # 64 bits of sha256: collisions are not a practical concern at leaderboard scale
 MAX_LEDGER_BYTES = 256 * 1024 * 1024  # a 100,000-step ledger is ~50 MB
 
 
@@ -41,22 +41,6 @@ class SubmissionRefused(RaceError):
     `race validate` with error findings."""
 
     exit_code = 1
-
-
-def canonical_bytes(doc: Any) -> bytes:
-    """The report as canonical JSON (sorted keys, no whitespace, UTF-8): what the id hashes."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
-
-
-def content_digest(doc: Any) -> str:
-    """Full sha256 (hex) of a report's canonical JSON: what the validation cache is keyed by."""
-    return hashlib.sha256(canonical_bytes(doc)).hexdigest()
-
-
-def submission_id(doc: Any) -> str:
-    """Content-hash id of a report: the first 16 hex digits of sha256 of its canonical JSON."""
-    return hashlib.sha256(canonical_bytes(doc)).hexdigest()[:ID_HEX]
 
 
 def errors_of(findings: Sequence[Any]) -> list[Any]:
@@ -138,22 +122,45 @@ def run_key(doc: Any) -> tuple[str, str] | None:
     return (rid, digest) if isinstance(rid, str) and isinstance(digest, str) else None
 
 
-def _find_duplicate(folder: Path, sid: str, *also: str, run: tuple[str, str] | None = None) -> str | None:
-    """A file in `folder` whose content id is `sid` or one of `also` (other than `<sid>.json`),
-    or that reports the same run (`run`: run_key), if any: catches a report that arrived by pull
-    request under another name, verbatim (its ledger path not yet rewritten), or again with only
-    its notes or labels edited."""
-    ids = {sid, *also}
+def _folder_reports(folder: Path) -> list[tuple[str, dict]]:
+    """(file name, document) of every readable report in the submissions folder, read once per
+    submit for both the duplicate and the run-id checks."""
+    out = []
     for p in sorted(folder.glob("*.json")):
-        if p.name.startswith(".") or p.name == f"{sid}.json":
+        if p.name.startswith("."):
             continue
         try:
-            other = read_report(p, check=False).doc
-            if submission_id(other) in ids or (run is not None and run_key(other) == run):
-                return p.name
+            doc = read_report(p, check=False).doc
         except (RaceError, ValueError):
             continue
+        if isinstance(doc, dict):
+            out.append((p.name, doc))
+    return out
+
+
+def _find_duplicate(reports: list[tuple[str, dict]], sid: str, *also: str,
+                    run: tuple[str, str] | None = None) -> str | None:
+    """A file of `reports` (_folder_reports) whose content id is `sid` or one of `also` (other than
+    `<sid>.json`), or that reports the same run (`run`: run_key), if any: catches a report that
+    arrived by pull request under another name, verbatim (its ledger path not yet rewritten), or
+    again with only its notes or labels edited."""
+    ids = {sid, *also}
+    for name, other in reports:
+        if name == f"{sid}.json":
+            continue
+        if submission_id(other) in ids or (run is not None and run_key(other) == run):
+            return name
     return None
+
+
+def _run_ids(reports: list[tuple[str, dict]]) -> dict[str, str]:
+    """Run id -> file name of the reports (_folder_reports)."""
+    out: dict[str, str] = {}
+    for name, doc in reports:
+        rid = doc.get("run", {}).get("id") if isinstance(doc.get("run"), dict) else None
+        if isinstance(rid, str):
+            out.setdefault(rid, name)
+    return out
 
 
 def _content_id(path: Path) -> str | None:
@@ -169,13 +176,16 @@ def stored_ledger_name(doc: dict) -> str:
     return f"ledger-{doc['ledger']['sha256'][:ID_HEX]}.jsonl"
 
 
-def submit(report: Path, folder: Path) -> Submitted:
+def submit(report: Path, folder: Path, *, maintained: Any = None) -> Submitted:
     """Validate `report` (with its ledger, as `race validate` does) and store it in the
     submissions `folder` as `<id>.json`, its ledger as `stored_ledger_name(doc)` with the
     stored report's `ledger.path` pointing at it (the id hashes the report as stored).
 
     Refuses (SubmissionRefused, exit 1) a report with error findings, naming every one; a report
-    whose content is already submitted. Unreadable input raises RaceError (exit 2).
+    whose content is already submitted; a run id already listed (BOARD-001); a report carrying
+    sources.published that is not the rebuild of a maintained run description (BOARD-002;
+    `maintained`: a suite.site.board.Maintained, default: rebuilt from the `published` folder
+    beside `folder`). Unreadable input raises RaceError (exit 2).
 
     Args: `report`, the report file; `folder`, the submissions folder. Returns the Submitted
     (id, stored file, warnings, stored ledger).
@@ -198,13 +208,28 @@ def submit(report: Path, folder: Path) -> Submitted:
         data = (json.dumps(stored, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     sid = submission_id(stored)
     key = run_key(doc)
-    other = _find_duplicate(folder, sid, submission_id(doc), run=key)
+    reports = _folder_reports(folder)
+    other = _find_duplicate(reports, sid, submission_id(doc), run=key)
     if other:
         same = "same content" if other == f"{sid}.json" or _content_id(folder / other) in (sid, submission_id(doc)) \
             else f"the same run: run id {key[0]!r}, ledger sha256 {key[1][:ID_HEX]}"
         raise SubmissionRefused(f"{report.name} refused: duplicate of {other} (submission {Path(other).stem}: {same}; id {sid})",
                                 "a run is submitted once; to correct a listed report, replace that submission "
                                 f"({other}) instead of adding another")
+    from . import board
+
+    if board.claims_published(doc):
+        known = maintained if maintained is not None else board.maintained(board.default_published(folder))
+        if not known.holds(sid):
+            rule, message = board.board_refusal(stored, sid, known, {})
+            raise SubmissionRefused(f"{report.name} refused: {rule} {message}",
+                                    "submit your own run without sources.published, or propose the run description "
+                                    "in leaderboard/published/ (docs/leaderboard.md)")
+    taken = _run_ids(reports)
+    rid = key[0] if key else None
+    if rid in taken and taken[rid] != f"{sid}.json":      # the same file again: a duplicate, refused below
+        raise SubmissionRefused(f"{report.name} refused: BOARD-001 run id {rid!r} is already listed by {taken[rid]}: "
+                                "one row per run id", "give this run an id of its own (run.id) and submit again")
     # First: a listed report always has its ledger.
     ledger = _store_ledger(doc, report.parent, folder) if stored is not doc else None
     target = folder / f"{sid}.json"
@@ -298,13 +323,16 @@ def _ledger_key(folder: Path, doc: dict, memo: dict | None = None) -> str:
     return key
 
 
-def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = None) -> Folder:
+def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = None, maintained: Any = None) -> Folder:
     """Read every `*.json` in `folder` (not recursive; hidden and temp files ignored). A file
     that cannot be read, has error findings (when `check`) or duplicates an earlier one is
     skipped with its reason; the rest are listed. Never raises for a bad file.
 
     `cache` maps (content id, ledger hash) to findings from an earlier build with the same
-    validator_fingerprint(); it is read and updated in place."""
+    validator_fingerprint(); it is read and updated in place. Then the board's rules
+    (suite.site.board): one row per run id, the maintained published runs first (BOARD-001), and
+    a published run only as the rebuild of a maintained description (`maintained`, BOARD-002)."""
+    from .board import Maintained, board_refusal
     from ..validate import Finding
 
     folder = Path(folder)
@@ -354,6 +382,19 @@ def load_submissions(folder: Path, *, check: bool = True, cache: dict | None = N
             continue
         seen[sid] = p.name
         out.submissions.append(Submission(sid, p.name, doc, tuple(findings)))
+    known = maintained if maintained is not None else Maintained()
+    listed: dict[str, str] = {}
+    kept = []
+    for s in sorted(out.submissions, key=lambda s: (not known.holds(s.id), s.filename)):
+        refusal = board_refusal(s.doc, s.id, known, listed)
+        if refusal:
+            out.skipped.append(Skip(s.filename, f"{refusal[0]}: {refusal[1]}"))
+            continue
+        rid = (s.doc.get("run") or {}).get("id") if isinstance(s.doc.get("run"), dict) else None
+        if isinstance(rid, str):
+            listed[rid] = s.filename
+        kept.append(s)
+    out.submissions = sorted(kept, key=lambda s: s.filename)
     return out
 
 
@@ -463,13 +504,23 @@ def _read_cache(path: Path, fingerprint: str, key: bytes | None = None) -> dict:
     return {}
 
 
-def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None = None) -> dict[str, Any]:
+def _reference_cell(doc: dict) -> bool:
+    """Whether a listed report is one of the suite's own cells: it names one, and the validator
+    (REF-001, suite.validate.board_rules) held the claim to the cell's content."""
+    prov = doc.get("provenance")
+    return isinstance(prov, dict) and isinstance(prov.get("reference_cell"), str)
+
+
+def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None = None,
+          published: Path | None = None) -> dict[str, Any]:
     """Build the static site in `out` from the submissions `folder`: every valid submission is
     listed, every other file is named on the site with the reason it was skipped; with `findings`
     (a findings.json of `race findings` / `race study`) also the findings page. Returns the site
     builder's summary (pages, listed, skipped, main page bytes) plus the skipped files. A findings
-    file that fails its schema raises RaceError before anything is written."""
-    from . import render
+    file that fails its schema raises RaceError before anything is written. `published`: the
+    maintained run descriptions (default: the `published` folder beside `folder`, when there is
+    one); only their rebuilds are listed as published runs."""
+    from . import board, render
 
     from ..validate.context import shared_ledgers
 
@@ -482,16 +533,20 @@ def build(folder: Path, out: Path, *, check: bool = True, findings: Path | None 
     fingerprint = validator_fingerprint() if check else ""
     secret = _cache_key() if check else None
     cache = _read_cache(out / CACHE_FILE, fingerprint, secret) if check else None
+    known = board.maintained(published if published is not None else board.default_published(folder))
     with shared_ledgers() as scans:     # each ledger read once: validated, then charted
-        loaded = load_submissions(folder, check=check, cache=cache)
+        loaded = load_submissions(folder, check=check, cache=cache, maintained=known)
         entries, skipped = [], list(loaded.skipped)
         for s in loaded.submissions:
+            ledger, note = ledger_steps(folder, s.doc, scans=scans)
+            b = board.badge(s.doc, s.id, known, ledger_verified=ledger is not None, checked=check)
+            origin = "published run" if known.holds(s.id) else \
+                "reference cell" if check and _reference_cell(s.doc) else "submitted run"
             try:
-                row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html")
+                row = render.row_from_report(s.doc, id=s.id, page=f"s/{s.id}.html", origin=origin, badge=b)
             except (RaceError, KeyError, TypeError, AttributeError) as e:   # only reachable with check=False
                 skipped.append(Skip(s.filename, f"not a report v1 document (missing or wrong field {e})"))
                 continue
-            ledger, note = ledger_steps(folder, s.doc, scans=scans)
             entries.append(render.SiteEntry(row=row, doc=s.doc, filename=s.filename, findings=s.findings,
                                             ledger=ledger, ledger_note=note))
     extra = {}

@@ -27,8 +27,10 @@ from ..errors import RaceError
 from ..record.report import Report
 from ..record.runspec import Hardware
 from .charts import frontier_charts, phase_chart, split_bar
+from .board import legend
 from .columns import columns
-from .formatting import all_score_keys, fixed, gflops, interval, pct, safe_href, sci, score_key, size_label, thousands
+from .formatting import (BOARD_SCORE_COLUMNS, FRONTIER_CHARTS, fixed, gflops, interval, pct, safe_href, sci, score,
+                         score_key, size_label, thousands, top_score_keys)
 from .swap import SITE_MARKER, remove_leftovers, sibling, swap_in
 
 # --------------------------------------------------------------------------- rows
@@ -71,6 +73,8 @@ class Row:
     utilization_range: tuple[float, float] | None = None  #: and its implied utilization at the stated hours
     pretraining_ratio: float | None = None  #: post-training / pretraining compute (pretraining.ratio)
     eu_exceeds: bool | None = None  #: the indicative EU one-third check (pretraining.eu.exceeds), if stated
+    badge: str = ""              #: how the row was obtained (suite.site.board.BADGES key), set by the board
+    badge_label: str = ""        #: the badge's words
 
     @property
     def total_flops(self) -> int:
@@ -125,9 +129,13 @@ def provenance_label(r: Report) -> str:
     return method or "not stated"
 
 
-def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
+def row_from_report(doc: dict | Report, id: str, page: str = "", *, origin: str | None = None,
+                    badge: Any = None) -> Row:
     """Read a report v1 (a document or a suite.record.report.Report) into a Row. Raises
-    RaceError naming the field on a document that is not schema-valid: validate first."""
+    RaceError naming the field on a document that is not schema-valid: validate first.
+    `origin` and `badge` (a suite.site.board.Badge) are the board's verdicts (suite.site.board):
+    never read from the report's own fields. Without them a row is a submitted run (or, naming
+    one, a reference cell) with no badge."""
     r = doc if isinstance(doc, Report) else Report(doc, id)
     acc = r.accounting
     src = r.doc.get("sources") if isinstance(r.doc.get("sources"), dict) else {}
@@ -159,7 +167,7 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         scores={score_key(t, m): v for (t, m), v in r.scores().items()},
         engine_profile=str(acc["engine_profile"]),
         provenance=provenance_label(r),
-        origin="reference cell" if r.reference_cell else "published run" if published else "submitted run",
+        origin=origin or ("reference cell" if r.reference_cell else "submitted run"),
         notes=r.notes,
         hardware=r.hardware,
         seconds=r.seconds,
@@ -169,6 +177,8 @@ def row_from_report(doc: dict | Report, id: str, page: str = "") -> Row:
         utilization_range=(rng["utilization"]["low"], rng["utilization"]["high"]) if "utilization" in rng else None,
         pretraining_ratio=pre.get("ratio"),
         eu_exceeds=(pre.get("eu") or {}).get("exceeds"),
+        badge=badge.key if badge is not None else "",
+        badge_label=badge.label if badge is not None else "",
     )
 
 
@@ -193,7 +203,7 @@ def site_env(template_dir: str | None = None):
         trim_blocks=False,
         lstrip_blocks=False,
     )
-    env.filters.update(sci=sci, pct=pct, fixed=fixed, thousands=thousands, safe_href=safe_href, gflops=gflops,
+    env.filters.update(sci=sci, pct=pct, fixed=fixed, score=score, thousands=thousands, safe_href=safe_href, gflops=gflops,
                        est=interval)
     return env
 
@@ -301,7 +311,9 @@ def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], te
     for name, text in (extra_files or {}).items():      # e.g. the validation cache (hidden files)
         _write(out / name, text)
     rows = [e.row for e in entries]
-    cols = columns(all_score_keys(rows))
+    board_keys = top_score_keys(rows, BOARD_SCORE_COLUMNS)
+    n_keys = len({k for r in rows for k in r.scores})
+    cols = columns(board_keys)
     col_index = {c.key: i for i, c in enumerate(cols)}
     nav = NAV + (FINDINGS_NAV,) if findings is not None else NAV
     common = {"version": __version__, "css": css, "nav": nav, "n_submissions": len(entries),
@@ -313,7 +325,7 @@ def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], te
         {"name": "reward", "label": "reward system", "options": sorted({r.reward_system for r in rows})},
         {"name": "band", "label": "budget band",
          "options": sorted({r.budget_band for r in rows}, key=_band_order)},
-        {"name": "provenance", "label": "provenance", "options": sorted({r.provenance for r in rows})},
+        {"name": "badge", "label": "how obtained", "options": [b.label for b in legend(r.badge for r in rows)]},
     ]
     views = {
         "index.html": ("by total FLOPs", "Sorted by total training FLOPs, largest first.", "total",
@@ -329,11 +341,12 @@ def _render(entries: Sequence[SiteEntry], out: Path, skipped: Sequence[Skip], te
             rows=[r for r in ordered if r.origin != "reference cell"],
             reference_rows=[r for r in ordered if r.origin == "reference cell"],
             columns=cols, sort_col=col_index[sort_key], sort_dir="descending", filters=filters,
-            skipped=list(skipped))
+            skipped=list(skipped), hidden_targets=n_keys - len(board_keys), badges=legend(r.badge for r in rows))
         _write(out / name, html)
         sizes[name] = len(html.encode("utf-8"))
     _write(out / "frontier.html", env.get_template("frontier.html.j2").render(
-        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows)))
+        **common, js="", root="", current="frontier.html", charts_=frontier_charts(rows, top_score_keys(rows, FRONTIER_CHARTS)),
+        hidden_targets=n_keys - min(n_keys, FRONTIER_CHARTS)))
     if findings is not None:
         figure_name = ""
         if figure is not None:

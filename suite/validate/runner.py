@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import jsonstrict
-from . import (arithmetic, curve_rules, energy, equations, ledger_rules, physics, plausibility, provenance,  # noqa: F401
-               published, rollout_rules, schedule_rules, schema_rules)  # (register rules)
+from . import (arithmetic, board_rules, curve_rules, energy, equations, ledger_rules, physics, plausibility,  # noqa: F401
+               provenance, published, rollout_rules, schedule_rules, schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
 
