@@ -12,15 +12,13 @@ A key the map names that the log does not have is one line naming the key and th
 
 from __future__ import annotations
 
-import csv
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .. import jsonstrict
 from ..errors import RaceError
 from ..registry import Registry
+from .logformats import number as _number
 
 
 @dataclass(frozen=True)
@@ -38,11 +36,14 @@ class KeyMap:
     format: str = "jsonl"
     line_prefix: str | None = None
     nest: str | None = None
-    sequences: str | None = None
+    sequences: Any = None
     kept: str | None = None
     seconds: Mapping[str, Any] = field(default_factory=dict)
     off_policy: Mapping[str, str] | None = None
     metrics: tuple[str, ...] = ()
+    critic: tuple[str, ...] = ()
+    ambiguous: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    renames: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     path: str = ""
 
     @property
@@ -59,8 +60,30 @@ class KeyMap:
             elif "total" in spec:
                 out.append(spec["total"])
             elif "minus" in spec:
-                out += list(spec["minus"])
-        return out + [k for k in (self.sequences, self.kept) if k]
+                out += [k for k in spec["minus"] if isinstance(k, str)]
+        return out + [k for k in (self.kept,) if k]
+
+    def sequences_key(self) -> str | None:
+        """The log key the sequence count comes from (a count, or verl's token total)."""
+        s = self.sequences
+        return s.get("tokens") if isinstance(s, Mapping) else s
+
+    def wanted(self) -> set[str]:
+        """Every key the import keeps from a row (the rest is only noted as seen)."""
+        keys = {*self.token_keys(), *self.metrics, *self.critic, *self.ambiguous, *(self.off_policy or {}).values()}
+        for v in self.seconds.values():
+            keys.update([v] if isinstance(v, str) else v)
+        if self.sequences_key():
+            keys.add(self.sequences_key())
+        return keys
+
+    def renamed(self, version: str | None) -> dict[str, str]:
+        """{old name: this map's name} for the engine version (empty when it is not known)."""
+        out: dict[str, str] = {}
+        for spec, names in self.renames.items():
+            if version and _in_range(version, spec):
+                out.update({old: new for new, old in names.items()})
+        return out
 
 
 def load_key_map(path: str | Path) -> KeyMap:
@@ -80,6 +103,12 @@ def load_key_map(path: str | Path) -> KeyMap:
     schemas.check_spec(d, schemas.KEYMAP, str(path))
     d = dict(d)
     d["metrics"] = tuple(d.get("metrics") or ())
+    d["critic"] = tuple(d.get("critic") or ())
+    from .logformats import LOG_FORMATS
+
+    if d.get("format", "jsonl") not in LOG_FORMATS:
+        raise RaceError(f"{path}: format {d['format']!r} is not a known log reader",
+                        f"known: {', '.join(sorted(LOG_FORMATS))}")
     return KeyMap(**d, path=str(path))
 
 
@@ -107,93 +136,125 @@ def key_map(name: str):
 # ---- reading ------------------------------------------------------------------------------------
 
 
-def _number(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None or v == "":
-        return None
-    if isinstance(v, str):
-        try:
-            v = float(v)
-        except ValueError:
-            return None
-    if isinstance(v, (int, float)) and math.isfinite(v):
-        return float(v)
-    return None
+def _in_range(version: str, spec: str) -> bool:
+    """Whether engine `version` lies in the PEP 440 range `spec` (an unparsable version: no)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) in SpecifierSet(spec)
+    except (InvalidVersion, InvalidSpecifier):
+        return False
+
+
+def reader_for(path: Path, km: KeyMap):
+    """The log reader for `path` under `km`: by suffix (.csv, .jsonl), by folder (TensorBoard
+    events, wandb run), else the map's own format."""
+    from .logformats import LOG_FORMATS, sniff
+
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return LOG_FORMATS["csv"]
+    if suffix in (".jsonl", ".json") and km.format in ("jsonl", "csv"):
+        return LOG_FORMATS["jsonl"]
+    if path.is_dir() or "tfevents" in path.name:
+        r = sniff(path)
+        if r is None or r.name not in ("tensorboard", "wandb"):
+            raise RaceError(f"{path}: a folder with no TensorBoard event files and no wandb files/output.log",
+                            "pass the log file, the event files' folder or the wandb run folder")
+        return r
+    return LOG_FORMATS[km.format]
 
 
 def _rows(path: Path, km: KeyMap):
-    """(line, record) of the log: CSV rows (header first) or JSON Lines records (behind the
-    map's line prefix, the metrics under its `nest` key merged with the top level)."""
-    fmt = "csv" if path.suffix.lower() == ".csv" else "jsonl" if path.suffix.lower() in (".jsonl", ".json") \
-        else km.format
-    if fmt == "csv":
-        with open(path, newline="", encoding="utf-8") as f:
-            for n, row in enumerate(csv.DictReader(f), 2):
-                yield n, row
-        return
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if km.line_prefix is not None:
-                i = line.find(km.line_prefix)
-                if i < 0:
-                    continue
-                line = line[i + len(km.line_prefix):]
-            if not line.strip():
-                continue
-            try:
-                rec = jsonstrict.loads(line.encode("utf-8"), allow_nan=True)
-            except jsonstrict.JSONInputError as e:
-                if e.kind == "syntax" and not line.endswith("\n"):
-                    return  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: not JSON ({e.message})", f"{km.where} reads one JSON object a line") \
-                    from None
-            if not isinstance(rec, dict):
-                continue
-            if km.nest and isinstance(rec.get(km.nest), dict):
-                rec = {**{k: v for k, v in rec.items() if k != km.nest}, **rec[km.nest]}
-            yield n, rec
+    """(step, record) rows of the log through its reader (suite.integrations.logformats)."""
+    r = reader_for(path, km)
+    opts: dict[str, Any] = {"step": km.step, "nest": km.nest, "line_prefix": km.line_prefix}
+    if r.name == "wandb" and km.format not in ("jsonl", "csv", "tensorboard", "wandb"):
+        opts["console"] = km.format
+    return r.rows(path, **opts)
 
 
-def read_metric_log(path: str | Path, km: KeyMap) -> dict[int, dict[str, float]]:
-    """Step -> its numbers (rows of one step merged, later rows winning), steps with none of the
-    map's token keys left out (evaluation-only rows). RaceError when the file is missing, has no
-    training step, or lacks a key the map names (one line: the key and the map)."""
+def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None = None) -> dict[int, dict[str, float]]:
+    """Step -> its numbers (rows of one step merged, later rows winning; only the keys the map
+    uses are kept, so memory grows with steps, not with the log), steps with none of the map's
+    token keys left out (evaluation-only rows). RaceError (one line) when the file is missing, has
+    no training step, lacks a key the map names (naming key, file and engine version, and the
+    old name where the log has one), holds a critic's keys, or holds a key whose meaning
+    depends on an engine version that is not given."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise RaceError(f"{km.engine} log {path} not found", f"{km.where}: {km.logger}")
+    wanted = km.wanted()
+    renamed = km.renamed(engine_version)
     steps: dict[int, dict[str, float]] = {}
     seen: set[str] = set()
-    for _, rec in _rows(path, km):
+    for s, rec in _rows(path, km):
+        if renamed:
+            rec = {renamed.get(k, k): v for k, v in rec.items()}
         seen.update(k for k, v in rec.items() if v not in (None, ""))
-        s = _number(rec.get(km.step))
-        if s is None:
-            continue
         row = steps.setdefault(int(s), {})
-        for k, v in rec.items():
-            x = _number(v)
+        for k in wanted.intersection(rec):
+            x = _number(rec[k])
             if x is not None:
                 row[k] = x
-    need = [km.step, *km.token_keys()]
+    version = engine_version or "unknown"
+    critic = [k for k in km.critic if k in seen]
+    if critic:
+        raise RaceError(f"{path}: the log has a PPO critic ({', '.join(critic)}): RACE does not price a critic's "
+                        "forward and update, and will not drop them silently",
+                        "import a run without a critic (GRPO-style advantages), or report this one by hand")
+    for k, a in km.ambiguous.items():
+        if k in seen and k in km.token_keys():
+            if engine_version is None:
+                raise RaceError(f"{path}: key '{k}' of {km.where} means different things in different {km.engine} "
+                                f"versions ({a['why']}), and the engine version is not given",
+                                "pass --engine-version (the version that wrote the log)")
+            if _in_range(engine_version, a["versions"]):
+                raise RaceError(f"{path}: key '{k}' of {km.where} does not count tokens in {km.engine} "
+                                f"{engine_version} ({a['why']})", "import this version's log with another key map")
+    need = [k for k in km.token_keys() if k not in km.ambiguous or engine_version is not None]
+    if km.format in ("jsonl", "csv") and reader_for(path, km).name in ("jsonl", "csv"):
+        need = [km.step, *need]
     for k in need:
         if k not in seen:
-            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log",
-                            f"the engine may have renamed it: fix the key map, or pass one that matches "
-                            f"(--key-map FILE); the log must come from: {km.logger}")
+            olds = [old for spec, names in km.renames.items() for new, old in names.items()
+                    if new == k and old in seen]
+            hint = (f"the log has '{olds[0]}', the name older {km.engine} versions used: pass --engine-version"
+                    if olds else f"the engine may have renamed it: fix the key map, or pass one that matches "
+                    f"(--key-map FILE); the log must come from: {km.logger}")
+            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log ({km.engine} version {version})", hint)
     for phase, keys in km.seconds.items():
         ks = [keys] if isinstance(keys, str) else keys
         if not any(k in seen for k in ks):
-            raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log",
-                            "the engine may have renamed them: fix the key map's seconds")
+            raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log "
+                            f"({km.engine} version {version})", "the engine may have renamed them: fix the key map's "
+                            "seconds, or pass --engine-version where the map knows the old names")
     train = {s: r for s, r in steps.items() if any(k in r for k in km.token_keys())}
     if not train:
         raise RaceError(f"{path}: no training steps with the keys of {km.where}", km.logger)
     return dict(sorted(train.items()))
 
 
+def _described(cell, f: str) -> float | None:
+    v = (cell.rollouts or {}).get("environment_tokens") if f == "environment_tokens" else getattr(cell, f)
+    return None if v is None else float(v)
+
+
 def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> float:
     def get(k):
+        if isinstance(k, Mapping):
+            return desc(k["description"])
         if k not in row:
             raise RaceError(f"{where}: key '{k}' of {km.where} is missing at this step")
         return row[k]
+
+    def desc(f):
+        v = _described(cell, f)
+        if v is None:
+            raise RaceError(f"{where}: {km.where} takes the {what} tokens from the run description's {f}, which "
+                            f"{cell.name} does not give", f"add `{f}` to the run description (the log does not say it)")
+        return v
 
     if isinstance(spec, str):
         return get(spec)
@@ -202,31 +263,73 @@ def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> 
     if "minus" in spec:
         a, b = spec["minus"]
         return get(a) - get(b)
-    f = spec["description"]
-    v = (cell.rollouts or {}).get("environment_tokens") if f == "environment_tokens" else getattr(cell, f)
-    if v is None:
-        raise RaceError(f"{where}: {km.where} takes the {what} tokens from the run description's {f}, which "
-                        f"{cell.name} does not give", f"add `{f}` to the run description (the log does not say it)")
-    return float(v)
+    return desc(spec["description"])
 
 
-def steps_from_log(path: str | Path, km: KeyMap, cell) -> list:
+def _descriptions(spec) -> list[str]:
+    """The run-description fields a token spec reads."""
+    if isinstance(spec, str):
+        return []
+    if "description" in spec:
+        return [spec["description"]]
+    return [x["description"] for x in spec.get("minus", ()) if isinstance(x, Mapping)]
+
+
+DESCRIBED_WHY = {
+    "mean_prompt_tokens": "the log counts generated tokens only; the prompt length is the run description's",
+    "mean_completion_tokens": "the log does not count generated tokens; the run description's mean is used",
+    "environment_tokens": "the log does not count environment (tool) tokens; the run description's mean is used",
+}
+
+
+def assumptions_of(km: KeyMap, cell, steps: list) -> list[dict]:
+    """What the import took from the run description rather than the log, for the report's
+    provenance.assumptions: each field with its value, why, and its range (the cell's `assumed`
+    entry for the field: low, high, why) where the description gives one."""
+    assumed = cell.assumed or {}
+    out = []
+    fields = sorted({f for spec in km.tokens.values() for f in _descriptions(spec)})
+    for f in fields:
+        a = {"field": f, "value": _described(cell, f), "why": DESCRIBED_WHY[f]}
+        a.update({k: v for k, v in (assumed.get(f) or {}).items() if k in ("low", "high", "why")})
+        out.append(a)
+    counted = [s for s in steps if s.sequences is not None]
+    if len(counted) < len(steps):
+        n = cell.prompts_per_step * cell.group_size
+        a = {"field": "sequences per step", "value": n,
+             "why": f"the log does not count the sequences of {len(steps) - len(counted)} of its {len(steps)} steps; "
+                    f"prompts_per_step x K of the run description ({cell.prompts_per_step} x {cell.group_size})"}
+        for k in ("group_size", "prompts_per_step"):
+            r = assumed.get(k) or {}
+            if "low" in r and "high" in r:
+                other = cell.prompts_per_step if k == "group_size" else cell.group_size
+                a.update(low=r["low"] * other, high=r["high"] * other, why=a["why"] + f"; {k}: {r.get('why', '')}")
+        out.append(a)
+    return out
+
+
+def steps_from_log(path: str | Path, km: KeyMap, cell, *, engine_version: str | None = None) -> list:
     """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`."""
     from .importers import Step
 
-    rows = read_metric_log(path, km)
+    rows = read_metric_log(path, km, engine_version=engine_version)
     expected = cell.prompts_per_step * cell.group_size
     turns = float((cell.rollouts or {}).get("turns") or 1)
+    skey = km.sequences_key()
+    by_tokens = isinstance(km.sequences, Mapping)
     out = []
     for step, row in rows.items():
         where = f"{path}: step {step}"
-        n = row[km.sequences] if km.sequences and km.sequences in row else expected
+        counted = skey is not None and skey in row and not by_tokens
+        n = row[skey] if counted else expected
         p = _tok(km.tokens["prompt"], row, cell, n, "prompt", where, km)
         c = _tok(km.tokens["completion"], row, cell, n, "completion", where, km)
         e = _tok(km.tokens["environment"], row, cell, n, "environment", where, km) if "environment" in km.tokens else 0
         if p <= 0 or c <= 0 or e < 0:
             raise RaceError(f"{where}: {km.where} gives {p:g} prompt, {c:g} completion and {e:g} environment tokens "
                             "per sequence", "check the map's token keys against the log")
+        if by_tokens and skey in row:     # verl: global prompt + response tokens over the mean lengths
+            n, counted = row[skey] / (p + c + e), True
         seconds: dict[str, float] = {}
         for phase in ("rollout", "update", "reward"):
             ks = km.seconds.get(phase)
@@ -243,7 +346,7 @@ def steps_from_log(path: str | Path, km: KeyMap, cell) -> list:
                     metrics[f"off_policy/{what}"] = row[k]
         kept = row.get(km.kept) if km.kept else None
         out.append(Step(step=step, prompt_mean=p, completion_mean=c, seconds=seconds, metrics=metrics,
-                        sequences=n if km.sequences else None, kept=kept, environment_tokens=e,
+                        sequences=n if counted else None, kept=kept, environment_tokens=e,
                         turns=turns if e else 1))
     return out
 
@@ -259,20 +362,23 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
 
         d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
         schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
-        km = KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ())})
-    steps = steps_from_log(path, km, cell)
+        km = KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ()), "critic": tuple(d.get("critic") or ())})
+    steps = steps_from_log(path, km, cell, engine_version=engine_version)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
         mean = [s.metrics["off_policy/mean"] for s in steps if "off_policy/mean" in s.metrics]
         cell = cell.with_changes(rollouts={**(cell.rollouts or {}), "off_policy": {
             "max_lag": int(max(lag)), **({"mean_lag": sum(mean) / len(mean)} if mean else {})}})
-    notes = (f"Imported from {km.engine}'s metric log ({Path(path).name}) by race import {km.name} under {km.where} "
-             f"(keys read from {km.source['repo']} at {km.source['commit'][:12]}): per-step mean lengths priced by "
-             f"suite.accounting (profile {km.profile}); attention work assumes every sequence has the mean length.")
-    fields = sorted({km.step, *km.token_keys()})
+    reader = reader_for(Path(path), km).name
+    notes = (f"Imported from {km.engine}'s log ({Path(path).name}, read as {reader}) by race import {km.name} under "
+             f"{km.where} (keys read from {km.source['repo']} at {km.source['commit'][:12]}): per-step mean lengths "
+             f"priced by suite.accounting (profile {km.profile}); attention work assumes every sequence has the mean "
+             "length.")
+    fields = sorted({*([km.step] if reader in ("jsonl", "csv") else []), *km.token_keys()})
     source = {"engine": km.name, "file": Path(path).name, "fields": fields}
     return import_steps(steps, cell, out, engine=km.engine, engine_version=engine_version or km.version,
-                        engine_profile=km.profile, notes=notes, source=source, force=force)
+                        engine_profile=km.profile, notes=notes, source=source, force=force,
+                        assumptions=assumptions_of(km, cell, steps) or None)
 
 
 __all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log"]

@@ -1,0 +1,682 @@
+"""Readers for what RL engines write: console output, JSON Lines, CSV, TensorBoard event files and
+wandb run folders, each turned into `(step, {key: value})` rows that suite.integrations.keymaps
+prices. One registry (`LOG_FORMATS`), filled by the `log_format` decorator and open to plugins
+through the `race.logformats` entry point group; `sniff(head, path)` lets `race import auto`
+recognise a file from its first bytes.
+
+Every reader streams: lines are read in blocks and split on newline and carriage return (tqdm
+redraws its bar with a bare \\r, so a bar-only "line" can be as long as the run), ANSI colour
+codes and Ray's `(Actor pid=N)` prefixes are stripped, and only the current step's record is kept.
+Memory is bounded by one record, not by the file (benchmarks/bench_logformats.py measures it).
+
+Each console layout was read from the engine's own logging code; the citation (repository @
+commit: file) is the reader's `source`. Values are what the line says: a number becomes a float,
+a string that parses as one too (SkyRL prints floats as strings rounded to 4 decimals); min and max
+keys pass through as metrics like any other key.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import RaceError
+from ..registry import Registry
+
+Row = tuple[int, dict[str, Any]]
+"""One reader row: the engine's step and the keys logged for it (several rows may share a step)."""
+
+BLOCK = 1 << 20
+"""Bytes read at a time."""
+MAX_LINE = 1 << 24
+"""A 'line' longer than this (16 MiB without a newline or \\r) is dropped, not buffered: no engine
+prints a metrics record that long, and buffering it would make memory grow with the file."""
+MAX_RECORD = 1 << 22
+"""A multi-line record (SkyRL's dict) longer than this is abandoned (4 MiB)."""
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]")
+RAY_PREFIX = re.compile(r"^\s*\([\w.\-]+ pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)\s?")
+RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One log format: how to recognise it and how to read it."""
+
+    name: str
+    """Registry name (what a key map's `format` and `race import --format` take)."""
+    engine: str | None
+    """The engine that writes this layout (None: a generic container such as JSON Lines)."""
+    description: str
+    """What the file is and how a user gets it."""
+    source: str
+    """Where the layout was read: repository @ commit: file (the engine's logging code)."""
+    sniff: Callable[[bytes, Path], bool]
+    """True when the file's first bytes (and path) look like this format."""
+    read: Callable[..., Iterator[Row]]
+    """The rows: read(path, **options) -> iterator of (step, {key: value})."""
+
+    def rows(self, path: str | Path, **options: Any) -> Iterator[Row]:
+        """Stream the rows of `path`; options (`step`, `nest`, `line_prefix`) matter to the
+        generic JSON Lines and CSV readers only."""
+        path = Path(path)
+        if not path.exists():
+            raise RaceError(f"log {path} not found", f"{self.name}: {self.description}")
+        return self.read(path, **options)
+
+
+LOG_FORMATS: Registry[Reader] = Registry("log format", group="race.logformats")
+"""Log format name -> its Reader (this module's, then plugins')."""
+
+
+def log_format(name: str, *, engine: str | None, description: str, source: str,
+               sniff: Callable[[bytes, Path], bool]):
+    """Decorator: register the decorated row generator `read(path, **options)` as format `name`.
+
+    Args: name, the format's name; engine, the engine that writes it (None for generic
+    containers); description, what the file is; source, the logging code it follows; sniff, the
+    recogniser. Returns the decorator, which returns the function unchanged."""
+
+    def decorate(read):
+        LOG_FORMATS.add(name, Reader(name, engine, description, source, sniff, read))
+        return read
+
+    return decorate
+
+
+# ---- shared helpers -------------------------------------------------------------------------------
+
+
+def text_lines(path: Path) -> Iterator[str]:
+    """The file's lines, split on \\n and \\r, decoded as UTF-8 (bad bytes replaced), with ANSI
+    codes, Ray actor prefixes and Ray's `[repeated Nx across cluster]` suffixes removed."""
+    pending = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                break
+            parts = re.split(rb"\r\n|\r|\n", pending + block)
+            pending = parts.pop()
+            if len(pending) > MAX_LINE:
+                pending = b""
+            for raw in parts:
+                if raw:
+                    yield _clean(raw)
+    if pending:
+        yield _clean(pending)
+
+
+def _clean(raw: bytes) -> str:
+    s = ANSI.sub("", raw.decode("utf-8", "replace"))
+    s = RAY_PREFIX.sub("", s)
+    return RAY_REPEATED.sub("", s)
+
+
+def head_text(head: bytes) -> str:
+    """Sniffing: the head bytes as cleaned text."""
+    return "\n".join(_clean(x) for x in re.split(rb"\r\n|\r|\n", head))
+
+
+_NUMPY_REPR = re.compile(r"^(?:np\.|numpy\.)?(?:float|int|uint|bool_)\w*\((.*)\)$")
+
+
+def number(v: Any) -> float | None:
+    """A finite float from a logged value (int, float, numeric string, numpy repr such as
+    `np.float64(0.5)`), else None."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, str):
+        s = v.strip()
+        m = _NUMPY_REPR.match(s)
+        if m:
+            s = m.group(1)
+        try:
+            v = float(s)
+        except ValueError:
+            return None
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _literal(text: str, path: Path, what: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def values(d: Any) -> dict[str, Any]:
+    """A logged dict's entries with string keys, numbers made floats (others kept as they are)."""
+    if not isinstance(d, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(k, str):
+            x = number(v)
+            out[k] = x if x is not None else v
+    return out
+
+
+# ---- JSON Lines and CSV (generic containers) -------------------------------------------------------
+
+
+def _sniff_jsonl(head: bytes, path: Path) -> bool:
+    first = next((x for x in head.splitlines() if x.strip()), b"")
+    return path.suffix.lower() in (".jsonl", ".json") or first.lstrip().startswith(b"{")
+
+
+@log_format("jsonl", engine=None, source="verl @ 0.9.1: verl/utils/tracking.py FileLogger ({'step': N, 'data': "
+                                         "{...}} a line); prime-rl @ 559b4477: src/prime_rl/monitors/file.py",
+            description="JSON Lines, one record a line (verl's FileLogger, prime-rl's metrics.jsonl)",
+            sniff=_sniff_jsonl)
+def read_jsonl(path: Path, *, step: str = "step", nest: str | None = None, line_prefix: str | None = None,
+               **_: Any) -> Iterator[Row]:
+    """One row per record with a numeric `step` (prime-rl's `"step": null` rows, written by other
+    producers, are skipped); the record's `nest` dict (verl's `data`) merged into its top level. A
+    torn last line (killed run) ends the file; any other bad line is one RaceError."""
+    from .. import jsonstrict
+
+    n = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if line_prefix is not None:
+                i = raw.find(line_prefix.encode())
+                if i < 0:
+                    continue
+                raw = raw[i + len(line_prefix.encode()):]
+            if not raw.strip():
+                continue
+            try:
+                rec = jsonstrict.loads(raw, allow_nan=True)
+            except jsonstrict.JSONInputError as e:
+                if e.kind == "syntax" and not raw.endswith(b"\n"):
+                    return
+                raise RaceError(f"{path}:{n}: not JSON ({e.message})", "one JSON object a line") from None
+            if not isinstance(rec, dict):
+                continue
+            if nest and isinstance(rec.get(nest), dict):
+                rec = {**{k: v for k, v in rec.items() if k != nest}, **rec[nest]}
+            s = number(rec.get(step))
+            if s is None:
+                continue
+            yield int(s), values(rec)
+
+
+@log_format("csv", engine=None, source="wandb run history export (one column per key, _step)",
+            description="CSV with a header row (a wandb or TensorBoard history export)",
+            sniff=lambda head, path: path.suffix.lower() == ".csv")
+def read_csv(path: Path, *, step: str = "_step", **_: Any) -> Iterator[Row]:
+    """One row per CSV row with a numeric `step` cell; empty cells left out."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        for rec in csv.DictReader(f):
+            s = number(rec.get(step))
+            if s is not None:
+                yield int(s), {k: v for k, v in values(rec).items() if v not in ("", None)}
+
+
+# ---- verl ------------------------------------------------------------------------------------------
+
+_VERL_STEP = re.compile(r"^\s*step:(\d+)(?: - (.*))?$")
+VERL_SOURCE = ("volcengine/verl @ v0.9.1 (installed): verl/utils/logger/aggregate_logger.py concat_dict_to_str "
+               "('step:N' + ' - '.join(f'{k}:{pprint.pformat(v)}'), full precision) and LocalLogger; TinyZero-era "
+               "verl printed f'{k}:{v:.3f}' (3 decimals); Ray job output prefixes each line with '(TaskRunner pid=N)'")
+
+
+def _sniff_verl(head: bytes, path: Path) -> bool:
+    return any(_VERL_STEP.match(x) and " - " in x for x in head_text(head).splitlines()) or \
+        b"(TaskRunner pid=" in head or b"(main_task pid=" in head
+
+
+@log_format("verl-console", engine="verl", source=VERL_SOURCE, sniff=_sniff_verl,
+            description="verl's console output (trainer.logger includes 'console'): the job's stdout, a Ray job's "
+                        "log (ray job logs ID), or wandb's files/output.log")
+def read_verl_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `step:N - key:value - ...` line (3-decimal or full numbers, np.float64(...)
+    reprs). A step number that goes back means the log holds two attempts of a resumed run: the
+    redone steps were computed twice, so the log is refused rather than merged."""
+    last = None
+    for line in text_lines(path):
+        m = _VERL_STEP.match(line)
+        if not m:
+            continue
+        s = int(m.group(1))
+        row: dict[str, Any] = {}
+        for item in (m.group(2) or "").split(" - "):
+            k, sep, v = item.rpartition(":")
+            if sep and k:
+                x = number(v)
+                row[k.strip()] = x if x is not None else v.strip()
+        if last is not None and s <= last and any(k.startswith(("timing_s/", "response_length/")) for k in row):
+            raise RaceError(f"{path}: step {s} follows step {last}: the log holds more than one attempt of the run",
+                            "a resumed verl run starts again at its checkpoint's step + 1; import each attempt's log "
+                            "on its own (split the file where the step number goes back)")
+        if any(k.startswith(("timing_s/", "response_length/")) for k in row):
+            last = s
+        yield s, row
+
+
+# ---- SkyRL -----------------------------------------------------------------------------------------
+
+_SKYRL_STEP = re.compile(r"(?:^|\W)Step (\d+): ?$")
+_SKYRL_INFO = re.compile(r"(avg_response_length|avg_final_rewards): ([-+0-9.eE]+|nan|inf)")
+_SKYRL_SEQS = re.compile(r"Number of sequences(?: before padding)?: (\d+)")
+SKYRL_SOURCE = ("NovaSky-AI/SkyRL @ 021b9d65 (skyrl-train 0.3.0) and skyrl-train 0.3.1 (wheel): "
+                "skyrl_train/utils/tracking.py ConsoleLogger.log (logger.info(f'Step {step}: \\n' + "
+                "pprint.pformat(stringify_floats(data))), floats as f'{x:.4f}' strings); skyrl_train/trainer.py "
+                "(logger.info 'Number of sequences: N', compute_advantages_and_returns 'avg_final_rewards: x, "
+                "avg_response_length: y')")
+
+
+def _sniff_skyrl(head: bytes, path: Path) -> bool:
+    t = head_text(head)
+    return "skyrl_train" in t or "skyrl.train" in t or bool(re.search(r"Step \d+: ?\n\s*\{'", t))
+
+
+@log_format("skyrl-console", engine="skyrl", source=SKYRL_SOURCE, sniff=_sniff_skyrl,
+            description="SkyRL's console (trainer.logger=console, or the stdout of any run): 'Step N:' then a "
+                        "pprinted dict")
+def read_skyrl_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `Step N:` dict (string values made numbers), carrying the `Number of
+    sequences` and `avg_response_length` / `avg_final_rewards` INFO lines logged during that step
+    (they come before its dict) as `num_sequences`, `avg_response_length`, `avg_final_rewards`."""
+    pending: dict[str, Any] = {}
+    step: int | None = None
+    buf: list[str] = []
+    size = 0
+    for line in text_lines(path):
+        if step is not None:
+            buf.append(line)
+            size += len(line)
+            if line.rstrip().endswith("}"):
+                d = _literal("\n".join(buf), path, "SkyRL step dict")
+                if isinstance(d, dict):
+                    yield step, {**pending, **values(d)}
+                    pending, step, buf, size = {}, None, [], 0
+                    continue
+            if size > MAX_RECORD:
+                step, buf, size = None, [], 0
+            continue
+        m = _SKYRL_STEP.search(line)
+        if m:
+            step, buf, size = int(m.group(1)), [], 0
+            continue
+        for k, v in _SKYRL_INFO.findall(line):
+            x = number(v)
+            if x is not None:
+                pending[k] = x
+        m = _SKYRL_SEQS.search(line)
+        if m:
+            pending["num_sequences"] = float(m.group(1))
+
+
+# ---- prime-rl --------------------------------------------------------------------------------------
+
+_PRIME_STEP = re.compile(r"(?:^|\s)(?:SUCCESS|INFO)\s+(?:\[\w+\] )?Step (\d+) \| (.*)$")
+_PRIME_KEYS = {"Time": "time/step", "Reward": "reward/mean", "Val. Reward": "val_reward/mean",
+               "Throughput": "perf/throughput", "Seq. Length": "seq_len/mean", "Async Level": "async_level",
+               "Max. Off-Policy Level": "off_policy/max", "Max Off-Policy": "off_policy/max", "Turns": "turns/mean"}
+PRIME_SOURCE = ("PrimeIntellect-ai/prime-rl @ 1f6de8ff: src/prime_rl/orchestrator/orchestrator.py step_message "
+                "('Step N | Time: X.XXs | Reward: R | Throughput: T tokens/s | Seq. Length: L tokens/sample | ...', "
+                "logger.success) and src/prime_rl/utils/logger.py (format '{time:HH:mm:ss} {level: >7} {message}'); "
+                "@ 559b4477 the line has no Throughput or Seq. Length")
+
+
+@log_format("prime-rl-console", engine="prime-rl", source=PRIME_SOURCE,
+            sniff=lambda head, path: bool(re.search(r"SUCCESS\s+(?:\[\w+\] )?Step \d+ \| ", head_text(head))),
+            description="prime-rl orchestrator console (its stdout or logs/orchestrator.log)")
+def read_prime_rl_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `SUCCESS Step N | Name: value unit | ...` line; names mapped to the keys of
+    metrics.jsonl where they mean the same (Seq. Length -> seq_len/mean: prompt + completion
+    tokens per sample; Time -> time/step)."""
+    for line in text_lines(path):
+        m = _PRIME_STEP.search(line)
+        if not m:
+            continue
+        row: dict[str, Any] = {}
+        for part in m.group(2).split(" | "):
+            name, sep, rest = part.partition(":")
+            if not sep:     # 2026 layout: 'Reward 0.5000' without a colon
+                name, _, rest = part.rpartition(" ")
+            v = rest.strip().split(" ")[0].rstrip("s") if rest.strip() else ""
+            x = number(v)
+            if x is not None:
+                row[_PRIME_KEYS.get(name.strip(), name.strip().lower())] = x
+        yield int(m.group(1)), row
+
+
+# ---- NeMo-RL ---------------------------------------------------------------------------------------
+
+_NEMO_STEP = re.compile(r"^=+ Step (\d+)/(\d+) =+$")
+_NEMO_ITEM = re.compile(r"^\s*•\s*(.+?):\s*([-+0-9.eE]+|nan|inf)(s)?(?: \(([0-9.]+)%\))?\s*$")
+_NEMO_RESULTS = {"Loss": "train/loss", "Generation KL Error": "train/gen_kl_error", "Avg Reward": "train/reward",
+                 "Avg Filtered Reward": "train/reward", "Mean Generation Length": "train/mean_gen_tokens_per_sample",
+                 "Mean Total Tokens per Sample": "train/mean_total_tokens_per_sample",
+                 "Total step time": "timing/train/total_step_time"}
+NEMO_SOURCE = ("NVIDIA-NeMo/RL @ 7ea279ab: nemo_rl/algorithms/grpo.py (print of '=== Step N/M ===', "
+               "'📊 Training Results:' with '  • Mean Generation Length: x', '⏱️  Timing:' with "
+               "'  • Total step time: X.XXs' and '  • name: X.XXs (P%)'; async GRPO times exposed_generation) and "
+               "nemo_rl/algorithms/utils.py print_performance_metrics ('  • Mean Total Tokens per Sample: x')")
+
+
+@log_format("nemo-rl-console", engine="nemo-rl", source=NEMO_SOURCE,
+            sniff=lambda head, path: bool(re.search(r"=+ Step \d+/\d+ =+", head_text(head))) and
+            ("Training Results" in head_text(head) or "Timing:" in head_text(head)),
+            description="NeMo-RL's GRPO console (the job's stdout)")
+def read_nemo_rl_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `=== Step N/M ===` block: its Training Results, Timing (`name: X.XXs (P%)` ->
+    timing/train/<name>) and Performance Metrics bullets, keyed as NeMo-RL's wandb keys."""
+    step: int | None = None
+    row: dict[str, Any] = {}
+    section = ""
+    for line in text_lines(path):
+        m = _NEMO_STEP.match(line.strip())
+        if m:
+            if step is not None and row:
+                yield step, row
+            step, row, section = int(m.group(1)), {}, ""
+            continue
+        if step is None:
+            continue
+        s = line.strip()
+        if s.endswith(":") and not s.startswith("•"):
+            section = s
+            continue
+        m = _NEMO_ITEM.match(line)
+        if not m:
+            continue
+        name, v = m.group(1).strip(), number(m.group(2))
+        if v is None:
+            continue
+        if "Validation" in section:
+            row[f"validation/{name}"] = v
+        elif name in _NEMO_RESULTS:
+            row[_NEMO_RESULTS[name]] = v
+        elif "Timing" in section and m.group(3):
+            row[f"timing/train/{name}"] = v
+        else:
+            row[f"train/{name}"] = v
+    if step is not None and row:
+        yield step, row
+
+
+# ---- slime -----------------------------------------------------------------------------------------
+
+_SLIME = re.compile(r"(?:^|\W)(perf|rollout|eval) (\d+): (\{.*\})\s*$")
+SLIME_SOURCE = ("THUDM/slime @ 624b824a: slime/observability/rollout_metrics.py log_rollout_data "
+                "(logger.info(f'perf {rollout_id}: {log_dict}'), rollout/ and perf/ keys of the rollout manager), "
+                "slime/observability/train_metric_utils.py (gather_log_data: f'rollout {rollout_id}: {...}' with "
+                "rollout/response_lengths, rollout/total_lengths; the trainer's own f'perf {rollout_id}: {...}')")
+
+
+@log_format("slime-console", engine="slime", source=SLIME_SOURCE,
+            sniff=lambda head, path: bool(re.search(r"(?:^|\W)(perf|rollout) \d+: \{'", head_text(head), re.M)),
+            description="slime's console (the job's stdout): Python-repr dicts per rollout")
+def read_slime_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `perf N: {...}` / `rollout N: {...}` dict (eval dicts with their eval/ keys),
+    at step N + 1 (slime counts rollout ids from 0; the importer counts steps from 1). The
+    rollout manager's and the trainer's perf dicts of one rollout are two rows of one step."""
+    for line in text_lines(path):
+        m = _SLIME.search(line)
+        if not m:
+            continue
+        d = _literal(m.group(3), path, "slime dict") if len(m.group(3)) < MAX_RECORD else None
+        if isinstance(d, dict):
+            yield int(m.group(2)) + 1, values(d)
+
+
+# ---- OpenRLHF --------------------------------------------------------------------------------------
+
+_OPENRLHF = re.compile(r"Global step (\d+): (\{.*\})\s*$")
+OPENRLHF_SOURCE = ("OpenRLHF/OpenRLHF 0.11.2 (wheel): openrlhf/trainer/ppo_trainer.py "
+                   "(logger.info(f'✨ Global step {global_step}: {log_status}'), timing/generation, "
+                   "timing/make_experience, timing/ppo_train, timing/broadcast, timing/step_total = their sum) and "
+                   "openrlhf/utils/logging_utils.py (format '%(levelname)s %(asctime)s %(filename)s:%(lineno)d] ...')")
+
+
+@log_format("openrlhf-console", engine="openrlhf", source=OPENRLHF_SOURCE,
+            sniff=lambda head, path: b"Global step " in head and b": {" in head,
+            description="OpenRLHF's console (the driver's stdout)")
+def read_openrlhf_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `✨ Global step N: {...}` line (the async trainer's, without ✨, too)."""
+    for line in text_lines(path):
+        m = _OPENRLHF.search(line)
+        if m:
+            d = _literal(m.group(2), path, "OpenRLHF status") if len(m.group(2)) < MAX_RECORD else None
+            if isinstance(d, dict):
+                yield int(m.group(1)), values(d)
+
+
+# ---- ROLL ------------------------------------------------------------------------------------------
+
+ROLL_SOURCE = ("alibaba/ROLL @ 8eb27cc2: roll/utils/tracking.py StdoutTracker.log (logger.info(f\"metrics_tag: "
+               "{json.dumps({'step': step, 'metrics': values})}\")) behind roll/utils/logging.py's prefix "
+               "'[%(asctime)s] [%(filename)s (%(lineno)d)] [%(levelname)s] [DRIVER 0 / 1][PID n] '")
+
+
+@log_format("roll-console", engine="roll", source=ROLL_SOURCE,
+            sniff=lambda head, path: b"metrics_tag: {" in head,
+            description="ROLL's job log with track_with: stdout (the metrics_tag lines)")
+def read_roll_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `metrics_tag: {"step": N, "metrics": {...}}`, wherever it sits in the line."""
+    yield from read_jsonl(path, step="step", nest="metrics", line_prefix="metrics_tag: ")
+
+
+# ---- AReaL -----------------------------------------------------------------------------------------
+
+_AREAL_STEP = re.compile(r"Train step (\d+)/(\d+) done")
+AREAL_SOURCE = ("inclusionAI/AReaL 1.0.4 (wheel) and @ 4aef98d8: areal/utils/stats_logger.py commit "
+                "('Epoch e/E Step s/S Train step g/G done.' with g = global_step + 1, then print_stats) and "
+                "areal/utils/printing.py tabulate_stats (4 key/value column pairs, column-major, tabulate "
+                "fancy_grid, floatfmt .4e)")
+
+
+@log_format("areal-console", engine="areal", source=AREAL_SOURCE,
+            sniff=lambda head, path: b"Train step " in head and ("│".encode() in head or b"done." in head),
+            description="AReaL's console (the trainer's stdout): a stats table per train step")
+def read_areal_console(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per `Train step g/G done.` line (g counts from 1, as the importer does; AReaL's
+    wandb step is g - 1), with the key/value cells of the tables that follow it."""
+    step: int | None = None
+    row: dict[str, Any] = {}
+    for line in text_lines(path):
+        m = _AREAL_STEP.search(line)
+        if m:
+            if step is not None and row:
+                yield step, row
+            step, row = int(m.group(1)), {}
+            continue
+        if step is None or "│" not in line:
+            continue
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        for k, v in zip(cells[0::2], cells[1::2]):
+            x = number(v)
+            if k and x is not None:
+                row[k] = x
+    if step is not None and row:
+        yield step, row
+
+
+# ---- TensorBoard -----------------------------------------------------------------------------------
+
+
+def _event_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and "tfevents" in p.name)
+
+
+def _sniff_tb(head: bytes, path: Path) -> bool:
+    return "tfevents" in path.name or (path.is_dir() and any("tfevents" in p.name for p in path.rglob("*tfevents*")))
+
+
+@log_format("tensorboard", engine=None, sniff=_sniff_tb,
+            source="tensorboard 2.21 (installed): tensorboard.backend.event_processing.event_file_loader."
+                   "EventFileLoader; written by torch.utils.tensorboard.SummaryWriter.add_scalar as verl, NeMo-RL, "
+                   "SkyRL, OpenRLHF and ROLL call it",
+            description="TensorBoard event files (events.out.tfevents.*), a file or a folder of them")
+def read_tensorboard(path: Path, **_: Any) -> Iterator[Row]:
+    """One row per scalar event: (its step, {tag: value}); several files of a folder in name
+    order. Needs the `logs` extra (tensorboard)."""
+    try:
+        from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+        from tensorboard.util import tensor_util
+    except ImportError:
+        raise RaceError("reading TensorBoard event files needs the tensorboard package",
+                        "pip install 'race-suite[logs]' -c constraints.txt") from None
+    files = _event_files(path)
+    if not files:
+        raise RaceError(f"{path}: no TensorBoard event files (events.out.tfevents.*)",
+                        "pass the event file or the folder the engine's SummaryWriter wrote")
+    for f in files:
+        for event in EventFileLoader(str(f)).Load():
+            if not event.HasField("summary"):
+                continue
+            row: dict[str, Any] = {}
+            for v in event.summary.value:
+                if v.HasField("simple_value"):
+                    x = number(v.simple_value)
+                elif v.HasField("tensor") and not v.tensor.tensor_shape.dim:
+                    try:
+                        x = number(tensor_util.make_ndarray(v.tensor).item())
+                    except (ValueError, TypeError):
+                        x = None
+                else:
+                    x = None
+                if x is not None:
+                    row[v.tag] = x
+            if row:
+                yield int(event.step), row
+
+
+# ---- wandb run folders -----------------------------------------------------------------------------
+
+
+def _wandb_files(path: Path) -> Path | None:
+    for p in (path / "files", path):
+        if (p / "output.log").is_file() or (p / "wandb-summary.json").is_file():
+            return p
+    return None
+
+
+def _sniff_wandb(head: bytes, path: Path) -> bool:
+    return path.is_dir() and _wandb_files(path) is not None
+
+
+@log_format("wandb", engine=None, sniff=_sniff_wandb,
+            source="wandb 0.31 run folder layout: wandb/run-<date>-<id>/files/{output.log, wandb-summary.json, "
+                   "wandb-metadata.json} and run-<id>.wandb (binary; its Python reader left wandb, see docs/import.md)",
+            description="a wandb run folder (online or offline): files/output.log is read with the engine's console "
+                        "reader; files/wandb-summary.json gives the last step's values")
+def read_wandb(path: Path, *, console: str | None = None, **_: Any) -> Iterator[Row]:
+    """The run's console capture (files/output.log) through the console reader `console` (or
+    the one that recognises it). The binary run-*.wandb history is not read: wandb 0.31 dropped
+    its Python datastore reader (the Go core reads it), so a folder with no output.log is refused."""
+    files = _wandb_files(path)
+    out = files / "output.log" if files else None
+    if out is None or not out.is_file():
+        raise RaceError(f"{path}: no files/output.log in this wandb run folder",
+                        "the binary run-*.wandb history is not readable without wandb's service; export the run "
+                        "history as CSV (wandb.Api().run(...).history()) or import the TensorBoard events")
+    reader = LOG_FORMATS[console] if console else sniff(out, consoles_only=True)
+    if reader is None:
+        raise RaceError(f"{out}: no console reader recognises this output.log", _seen(out))
+    yield from reader.rows(out)
+
+
+def wandb_summary(path: Path) -> dict[str, Any]:
+    """The run's files/wandb-summary.json (last logged value per key), {} where absent."""
+    files = _wandb_files(Path(path))
+    p = files / "wandb-summary.json" if files else None
+    if p is None or not p.is_file():
+        return {}
+    try:
+        return values(json.loads(p.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+# ---- sniffing --------------------------------------------------------------------------------------
+
+HEAD = 1 << 18
+"""Bytes sniffed (256 KiB: verl prints its whole config before the first step)."""
+
+
+def read_head(path: Path) -> bytes:
+    """The first HEAD bytes of a file (a folder: of its wandb output.log, else nothing)."""
+    if path.is_dir():
+        files = _wandb_files(path)
+        path = files / "output.log" if files and (files / "output.log").is_file() else None
+        if path is None:
+            return b""
+    with open(path, "rb") as f:
+        return f.read(HEAD)
+
+
+SCAN = 1 << 25
+"""Bytes scanned, block by block, when the head shows no format (32 MiB: a verl run's per-sample
+debug prints can push its first `step:` line megabytes in)."""
+
+
+def sniff(path: str | Path, *, consoles_only: bool = False) -> Reader | None:
+    """The reader that recognises `path`: engine consoles first (most specific), then TensorBoard
+    and wandb folders, then JSON Lines and CSV by suffix or first byte; None if none does. A
+    console whose head says nothing is scanned further, a block at a time (at most SCAN bytes)."""
+    path = Path(path)
+    order = sorted(LOG_FORMATS.values(), key=lambda r: (r.engine is None, r.name))
+    if consoles_only:
+        order = [r for r in order if r.engine is not None]
+    head = read_head(path) if not (path.is_dir() and not _wandb_files(path)) else b""
+    found = _first(order, head, path)
+    if found is not None or path.is_dir():
+        return found
+    consoles = [r for r in order if r.engine is not None]
+    with open(path, "rb") as f:
+        f.seek(len(head))
+        tail = head[-4096:]
+        for _ in range(SCAN // HEAD):
+            block = f.read(HEAD)
+            if not block:
+                break
+            found = _first(consoles, tail + block, path)
+            if found is not None:
+                return found
+            tail = block[-4096:]
+    return None
+
+
+def _first(readers: list[Reader], head: bytes, path: Path) -> Reader | None:
+    for r in readers:
+        try:
+            if r.sniff(head, path):
+                return r
+        except OSError:
+            continue
+    return None
+
+
+def _seen(path: Path) -> str:
+    """One line on what the first lines of a file look like (for `race import auto` refusals)."""
+    try:
+        lines = [x.strip() for x in head_text(read_head(path)[:4096]).splitlines() if x.strip()][:2]
+    except OSError as e:
+        return f"cannot read it ({e.strerror})"
+    shown = " / ".join(x[:80] for x in lines) or "an empty file"
+    return f"its first lines: {shown!r}; known formats: {', '.join(sorted(LOG_FORMATS))}"
+
+
+def seen(path: str | Path) -> str:
+    """Public form of the one-line description of an unrecognised file."""
+    return _seen(Path(path))
+
+
+__all__ = ["LOG_FORMATS", "Reader", "Row", "log_format", "number", "read_head", "seen", "sniff", "text_lines",
+           "wandb_summary"]
