@@ -175,6 +175,31 @@ def _rows(path: Path, km: KeyMap):
     return r.rows(path, **opts)
 
 
+OPTIONAL_TIMERS = ("reward", "step")
+"""Phases a log may lack timers for: early verl timed the rule reward inside timing_s/adv, and the
+step total only splits off 'other' seconds."""
+
+
+def _refuse_critic(path: Path, km: KeyMap, seen) -> None:
+    critic = [k for k in km.critic if k in seen]
+    if critic:
+        raise RaceError(f"{path}: the log has a PPO critic ({', '.join(critic)}): RACE does not price a critic's "
+                        "forward and update, and will not drop them silently",
+                        "import a run without a critic (GRPO-style advantages), or report this one by hand")
+
+
+def refuse_critic(path: str | Path, km: KeyMap) -> None:
+    """Refuse a log whose first training row holds a critic's keys (before anything else is
+    read or checked: the cell of a PPO run may not even describe a GRPO run)."""
+    if not km.critic or not Path(path).exists():
+        return
+    tokens = set(km.token_keys())
+    for _, rec in _rows(Path(path), km):
+        if tokens.intersection(rec):
+            _refuse_critic(Path(path), km, rec)
+            return
+
+
 def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None = None) -> dict[int, dict[str, float]]:
     """Step -> its numbers (rows of one step merged, later rows winning; only the keys the map
     uses are kept, so memory grows with steps, not with the log), steps with none of the map's
@@ -199,11 +224,7 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
             if x is not None:
                 row[k] = x
     version = engine_version or "unknown"
-    critic = [k for k in km.critic if k in seen]
-    if critic:
-        raise RaceError(f"{path}: the log has a PPO critic ({', '.join(critic)}): RACE does not price a critic's "
-                        "forward and update, and will not drop them silently",
-                        "import a run without a critic (GRPO-style advantages), or report this one by hand")
+    _refuse_critic(path, km, seen)
     for k, a in km.ambiguous.items():
         if k in seen and k in km.token_keys():
             if engine_version is None:
@@ -226,6 +247,8 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
             raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log ({km.engine} version {version})", hint)
     for phase, keys in km.seconds.items():
         ks = [keys] if isinstance(keys, str) else keys
+        if phase in OPTIONAL_TIMERS:
+            continue
         if not any(k in seen for k in ks):
             raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log "
                             f"({km.engine} version {version})", "the engine may have renamed them: fix the key map's "
@@ -376,9 +399,19 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
              "length.")
     fields = sorted({*([km.step] if reader in ("jsonl", "csv") else []), *km.token_keys()})
     source = {"engine": km.name, "file": Path(path).name, "fields": fields}
+    declared = None
+    if steps[0].step > 1:   # a resumed attempt, or a log that kept only its tail: it prices what it holds
+        from dataclasses import replace
+
+        first, last = steps[0].step, steps[-1].step
+        notes += (f" The log holds the engine's steps {first}-{last} only (a resumed run or a truncated log): the "
+                  f"report covers those {len(steps)} steps, numbered from 1 (ledger step = engine step - "
+                  f"{first - 1}; each record keeps the engine's as metrics['log/step']).")
+        steps = [replace(s, step=s.step - first + 1, metrics={**s.metrics, "log/step": s.step}) for s in steps]
+        declared = steps[-1].step
     return import_steps(steps, cell, out, engine=km.engine, engine_version=engine_version or km.version,
                         engine_profile=km.profile, notes=notes, source=source, force=force,
-                        assumptions=assumptions_of(km, cell, steps) or None)
+                        assumptions=assumptions_of(km, cell, steps) or None, declared_steps=declared)
 
 
 __all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log"]

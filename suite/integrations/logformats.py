@@ -226,9 +226,10 @@ def read_csv(path: Path, *, step: str = "_step", **_: Any) -> Iterator[Row]:
 # ---- verl ------------------------------------------------------------------------------------------
 
 _VERL_STEP = re.compile(r"^\s*step:(\d+)(?: - (.*))?$")
-VERL_SOURCE = ("volcengine/verl @ v0.9.1 (installed): verl/utils/logger/aggregate_logger.py concat_dict_to_str "
-               "('step:N' + ' - '.join(f'{k}:{pprint.pformat(v)}'), full precision) and LocalLogger; TinyZero-era "
-               "verl printed f'{k}:{v:.3f}' (3 decimals); Ray job output prefixes each line with '(TaskRunner pid=N)'")
+VERL_SOURCE = ("volcengine/verl @ b178a3cd and 0.9.1 (installed): verl/utils/logger/aggregate_logger.py "
+               "concat_dict_to_str ('step:N' + ' - '.join(f'{k}:{pprint.pformat(v)}'), full precision, since 18c6ffcf, "
+               "Jul 2025) and LocalLogger; before it (v0.1 @ tag v0.1 .. v0.4.1) f'{k}:{v:.3f}' (3 decimals); Ray job "
+               "output prefixes each line with '(TaskRunner pid=N)' ('(main_task pid=N)' in early 2025)")
 
 
 def _sniff_verl(head: bytes, path: Path) -> bool:

@@ -11,12 +11,15 @@ from suite.cli import command
 @command("import", help="turn a verl or TRL training log into a RACE ledger and report (LoRA-correct FLOPs)")
 def configure(p):
     p.add_argument("engine", metavar="ENGINE",
-                   help="verl: the file logger's JSON Lines (VERL_FILE_LOGGER_PATH); "
+                   help="auto: recognise the engine and the format from the file (console output, JSON Lines, CSV, "
+                        "TensorBoard events, a wandb run folder) and say what it saw when it cannot; "
+                        "verl: the file logger's JSON Lines (VERL_FILE_LOGGER_PATH) or verl's console output; "
                         "trl: a Trainer's trainer_state.json (or its checkpoint folder); "
                         "mlperf: an MLPerf Training GRPO log (:::MLLOG lines, NeMo-RL's qwen35_397b_grpo); "
                         "or the name of a key map (tasks/engines/*.yaml: nemo-rl, prime-rl, slime, skyrl, openrlhf, "
-                        "roll, areal) for a metric log in JSON Lines or CSV; `map` with --key-map FILE for your own")
-    p.add_argument("log", metavar="LOG", help="the log file to import")
+                        "roll, areal, and their *-console maps) for a metric log: the engine's console, JSON Lines, CSV, TensorBoard "
+                        "events or a wandb run folder (docs/import.md); `map` with --key-map FILE for your own")
+    p.add_argument("log", metavar="LOG", help="the log file (or TensorBoard / wandb run folder) to import")
     p.add_argument("--cell", required=True,
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
                         "step, mu, beta (the log does not say them); relative paths resolve from its own folder, "
@@ -26,8 +29,10 @@ def configure(p):
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
     p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
                                                      "which logged keys give tokens, steps and phase seconds")
-    p.add_argument("--engine-version", help="engine version written into the report "
-                                            "(default: verl 0.9.1; TRL: the installed trl)")
+    p.add_argument("--engine-version", help="engine version that wrote the log, written into the report "
+                                            "(default: verl 0.9.1; TRL: the installed trl). Keys whose meaning "
+                                            "changed between versions (SkyRL's generate/*_num_tokens) and renamed "
+                                            "keys are read only where it is given")
     p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-vllm-no-is", "trl-cpu", "generic"],
                    help="TRL only: accounting profile of the run (trl: CUDA with Triton, the default; trl-vllm: "
                         "use_vllm, vLLM generation with prefix caching and the old-policy forward of TRL's default "
@@ -54,18 +59,32 @@ def run(args) -> int:
     from suite.record.report import Report
     from suite.train.cell import load_cell
 
+    engine = args.engine
+    km = None
+    if args.key_map:
+        from suite.integrations.keymaps import load_key_map
+
+        km = load_key_map(args.key_map)
+    else:
+        from suite.integrations.choose import choose
+
+        engine, km = choose(args.engine, args.log)
+    if km is not None:
+        from suite.integrations.keymaps import refuse_critic
+
+        refuse_critic(args.log, km)     # before the cell: a PPO run's cell need not describe a GRPO run
     cell = load_cell(args.cell, check_paths=False)
     out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
-    if args.key_map or args.engine not in ("verl", "trl", "mlperf"):
-        from suite.integrations.keymaps import KEY_MAPS, import_metric_log, load_key_map
+    if km is not None:
+        from suite.integrations.keymaps import import_metric_log
 
-        km = load_key_map(args.key_map) if args.key_map else KEY_MAPS[args.engine]
         res = import_metric_log(args.log, km, cell, out, engine_version=args.engine_version, force=args.force)
-    elif args.engine == "mlperf":
+        print(f"read {args.log} under key map '{km.name}' ({km.engine}, format {km.format})")
+    elif engine == "mlperf":
         from suite.integrations.mlperf import import_mlperf
 
         res = import_mlperf(args.log, cell, out, engine_version=args.engine_version or "0.6.0", force=args.force)
-    elif args.engine == "verl":
+    elif engine == "verl":
         res = importers.import_verl(args.log, cell, out, engine_version=args.engine_version or "0.9.1",
                                     force=args.force, peak_tflops=args.peak_tflops)
     else:
@@ -74,7 +93,7 @@ def run(args) -> int:
     report = Report(res.doc, str(res.report))
     print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
           f"update share p = {report.update_share:.3f}")
-    if args.engine not in ("verl", "trl") or args.key_map:
+    if engine not in ("verl", "trl") or args.key_map or km is not None:
         print(phase_table(report))
     else:
         print(res.comparison.table())
