@@ -40,7 +40,7 @@ MAX_RECORD = 1 << 22
 """A multi-line record (SkyRL's dict) longer than this is abandoned (4 MiB)."""
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]")
-RAY_PREFIX = re.compile(r"^\s*\([\w.\-]+ pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\)\s?")
+RAY_PREFIX = re.compile(r"\([\w.\-]+ pid=\d+(?:, ip=[0-9a-fA-F.:]+)?\) ?")
 RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 
 
@@ -114,7 +114,7 @@ def text_lines(path: Path) -> Iterator[str]:
 
 def _clean(raw: bytes) -> str:
     s = ANSI.sub("", raw.decode("utf-8", "replace"))
-    s = RAY_PREFIX.sub("", s)
+    s = RAY_PREFIX.sub("", s, count=2) if "pid=" in s else s     # also mid-line, after a tqdm redraw
     return RAY_REPEATED.sub("", s)
 
 
@@ -225,7 +225,7 @@ def read_csv(path: Path, *, step: str = "_step", **_: Any) -> Iterator[Row]:
 
 # ---- verl ------------------------------------------------------------------------------------------
 
-_VERL_STEP = re.compile(r"^\s*step:(\d+)(?: - (.*))?$")
+_VERL_STEP = re.compile(r"(?:^|(?<=[\s\]|]))step:(\d+)(?: - (.*))?$")
 VERL_SOURCE = ("volcengine/verl @ b178a3cd and 0.9.1 (installed): verl/utils/logger/aggregate_logger.py "
                "concat_dict_to_str ('step:N' + ' - '.join(f'{k}:{pprint.pformat(v)}'), full precision, since 18c6ffcf, "
                "Jul 2025) and LocalLogger; before it (v0.1 @ tag v0.1 .. v0.4.1) f'{k}:{v:.3f}' (3 decimals); Ray job "
@@ -233,7 +233,8 @@ VERL_SOURCE = ("volcengine/verl @ b178a3cd and 0.9.1 (installed): verl/utils/log
 
 
 def _sniff_verl(head: bytes, path: Path) -> bool:
-    return any(_VERL_STEP.match(x) and " - " in x for x in head_text(head).splitlines()) or \
+    return any((m := _VERL_STEP.search(x)) and m.group(2) and ":" in m.group(2)
+               for x in head_text(head).splitlines() if "step:" in x) or \
         b"(TaskRunner pid=" in head or b"(main_task pid=" in head
 
 
@@ -246,16 +247,20 @@ def read_verl_console(path: Path, **_: Any) -> Iterator[Row]:
     redone steps were computed twice, so the log is refused rather than merged."""
     last = None
     for line in text_lines(path):
-        m = _VERL_STEP.match(line)
-        if not m:
+        m = _VERL_STEP.search(line) if "step:" in line else None
+        if not m or (m.start() > 0 and not m.group(2)):     # mid-line: only a whole 'step:N - k:v' record
             continue
         s = int(m.group(1))
         row: dict[str, Any] = {}
         for item in (m.group(2) or "").split(" - "):
             k, sep, v = item.rpartition(":")
-            if sep and k:
-                x = number(v)
-                row[k.strip()] = x if x is not None else v.strip()
+            if not sep or not k or " " in k.strip():      # prose that happens to hold 'step:N - ...'
+                row = {}
+                break
+            x = number(v)
+            row[k.strip()] = x if x is not None else v.strip()
+        if not row and m.group(2):
+            continue
         if last is not None and s <= last and any(k.startswith(("timing_s/", "response_length/")) for k in row):
             raise RaceError(f"{path}: step {s} follows step {last}: the log holds more than one attempt of the run",
                             "a resumed verl run starts again at its checkpoint's step + 1; import each attempt's log "
@@ -633,6 +638,8 @@ def sniff(path: str | Path, *, consoles_only: bool = False) -> Reader | None:
     console whose head says nothing is scanned further, a block at a time (at most SCAN bytes)."""
     path = Path(path)
     order = sorted(LOG_FORMATS.values(), key=lambda r: (r.engine is None, r.name))
+    if path.is_dir():       # a folder is a container first (a wandb run holds a console log)
+        order = [r for r in order if r.engine is None] + [r for r in order if r.engine is not None]
     if consoles_only:
         order = [r for r in order if r.engine is not None]
     head = read_head(path) if not (path.is_dir() and not _wandb_files(path)) else b""
