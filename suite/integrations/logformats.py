@@ -92,23 +92,27 @@ def log_format(name: str, *, engine: str | None, description: str, source: str,
 # ---- shared helpers -------------------------------------------------------------------------------
 
 
-def text_lines(path: Path) -> Iterator[str]:
+_SPLIT = re.compile(rb"\r\n|\r|\n")
+
+
+def text_lines(path: Path, needle: bytes | None = None) -> Iterator[str]:
     """The file's lines, split on \\n and \\r, decoded as UTF-8 (bad bytes replaced), with ANSI
-    codes, Ray actor prefixes and Ray's `[repeated Nx across cluster]` suffixes removed."""
+    codes, Ray actor prefixes and Ray's `[repeated Nx across cluster]` suffixes removed. With
+    `needle`, only lines whose bytes contain it (a reader's cheap pre-filter)."""
     pending = b""
     with open(path, "rb") as f:
         while True:
             block = f.read(BLOCK)
             if not block:
                 break
-            parts = re.split(rb"\r\n|\r|\n", pending + block)
+            parts = _SPLIT.split(pending + block)
             pending = parts.pop()
             if len(pending) > MAX_LINE:
                 pending = b""
             for raw in parts:
-                if raw:
+                if raw and (needle is None or needle in raw):
                     yield _clean(raw)
-    if pending:
+    if pending and (needle is None or needle in pending):
         yield _clean(pending)
 
 
@@ -179,34 +183,41 @@ def _sniff_jsonl(head: bytes, path: Path) -> bool:
 def read_jsonl(path: Path, *, step: str = "step", nest: str | None = None, line_prefix: str | None = None,
                **_: Any) -> Iterator[Row]:
     """One row per record with a numeric `step` (prime-rl's `"step": null` rows, written by other
-    producers, are skipped); the record's `nest` dict (verl's `data`) merged into its top level. A
-    torn last line (killed run) ends the file; any other bad line is one RaceError."""
+    producers, are skipped); the record's `nest` dict (verl's `data`) merged into its top level."""
+    for _, rec in jsonl_records(path, line_prefix=line_prefix):
+        if not isinstance(rec, dict):
+            continue
+        if nest and isinstance(rec.get(nest), dict):
+            rec = {**{k: v for k, v in rec.items() if k != nest}, **rec[nest]}
+        s = number(rec.get(step))
+        if s is not None:
+            yield int(s), values(rec)
+
+
+def jsonl_records(path: Path, *, line_prefix: str | None = None,
+                  hint: str = "one JSON object a line") -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of each non-blank line (only lines holding `line_prefix`, the
+    JSON after it), parsed strictly (suite.jsonstrict: duplicate keys, huge numbers and deep
+    nesting refused). A torn last line (a killed run) ends the file; any other bad line is one
+    RaceError. The one JSON Lines reader of the importers (verl's FileLogger included)."""
     from .. import jsonstrict
 
-    n = 0
+    marker = line_prefix.encode() if line_prefix is not None else None
     with open(path, "rb") as f:
         for n, raw in enumerate(f, 1):
-            if line_prefix is not None:
-                i = raw.find(line_prefix.encode())
+            if marker is not None:
+                i = raw.find(marker)
                 if i < 0:
                     continue
-                raw = raw[i + len(line_prefix.encode()):]
+                raw = raw[i + len(marker):]
             if not raw.strip():
                 continue
             try:
-                rec = jsonstrict.loads(raw, allow_nan=True)
+                yield n, jsonstrict.loads(raw, allow_nan=True)
             except jsonstrict.JSONInputError as e:
                 if e.kind == "syntax" and not raw.endswith(b"\n"):
                     return
-                raise RaceError(f"{path}:{n}: not JSON ({e.message})", "one JSON object a line") from None
-            if not isinstance(rec, dict):
-                continue
-            if nest and isinstance(rec.get(nest), dict):
-                rec = {**{k: v for k, v in rec.items() if k != nest}, **rec[nest]}
-            s = number(rec.get(step))
-            if s is None:
-                continue
-            yield int(s), values(rec)
+                raise RaceError(f"{path}:{n}: not JSON ({e.message})", hint) from None
 
 
 @log_format("csv", engine=None, source="wandb run history export (one column per key, _step)",
@@ -246,8 +257,8 @@ def read_verl_console(path: Path, **_: Any) -> Iterator[Row]:
     reprs). A step number that goes back means the log holds two attempts of a resumed run: the
     redone steps were computed twice, so the log is refused rather than merged."""
     last = None
-    for line in text_lines(path):
-        m = _VERL_STEP.search(line) if "step:" in line else None
+    for line in text_lines(path, b"step:"):
+        m = _VERL_STEP.search(line)
         if not m or (m.start() > 0 and not m.group(2)):     # mid-line: only a whole 'step:N - k:v' record
             continue
         s = int(m.group(1))
@@ -343,7 +354,7 @@ def read_prime_rl_console(path: Path, **_: Any) -> Iterator[Row]:
     """One row per `SUCCESS Step N | Name: value unit | ...` line; names mapped to the keys of
     metrics.jsonl where they mean the same (Seq. Length -> seq_len/mean: prompt + completion
     tokens per sample; Time -> time/step)."""
-    for line in text_lines(path):
+    for line in text_lines(path, b"Step "):
         m = _PRIME_STEP.search(line)
         if not m:
             continue
@@ -430,7 +441,7 @@ def read_slime_console(path: Path, **_: Any) -> Iterator[Row]:
     """One row per `perf N: {...}` / `rollout N: {...}` dict (eval dicts with their eval/ keys),
     at step N + 1 (slime counts rollout ids from 0; the importer counts steps from 1). The
     rollout manager's and the trainer's perf dicts of one rollout are two rows of one step."""
-    for line in text_lines(path):
+    for line in text_lines(path, b": {"):
         m = _SLIME.search(line)
         if not m:
             continue
@@ -453,7 +464,7 @@ OPENRLHF_SOURCE = ("OpenRLHF/OpenRLHF 0.11.2 (wheel): openrlhf/trainer/ppo_train
             description="OpenRLHF's console (the driver's stdout)")
 def read_openrlhf_console(path: Path, **_: Any) -> Iterator[Row]:
     """One row per `✨ Global step N: {...}` line (the async trainer's, without ✨, too)."""
-    for line in text_lines(path):
+    for line in text_lines(path, b"Global step "):
         m = _OPENRLHF.search(line)
         if m:
             d = _literal(m.group(2), path, "OpenRLHF status") if len(m.group(2)) < MAX_RECORD else None
