@@ -1,8 +1,9 @@
-"""Importer key maps: how an engine's metric log names the numbers `race import` reads, one
-declarative map per engine (tasks/engines/*.yaml, checked by schemas/keymap-v1.schema.json),
-registered by name. The shipped maps cover NeMo-RL, prime-rl, slime, SkyRL, OpenRLHF, ROLL and
-AReaL; a user writes a new one without code (`race import --key-map FILE`), and other packages
-add theirs through the `race.importers` entry point group (suite.registry).
+"""Importer key maps: how an engine's metric log names the numbers `race import` reads. Each
+engine file (tasks/engines/*.yaml, schemas/engine-v1.schema.json; suite.accounting.enginefile)
+lists the logs its engine writes under `logs`; each entry is registered here by name with the
+file's engine and source. A user writes a map of their own without code (`race import map LOG
+--key-map FILE`, schemas/keymap-v1.schema.json: one entry plus engine and source), and other
+packages add engine files (`race.engines`) or maps (`race.importers`) through entry points.
 
 One reader serves every map (`read_metric_log`): JSON Lines (a file monitor's records, or lines
 of a console log behind a marker) or CSV (what wandb and TensorBoard export), rows merged by the
@@ -32,8 +33,9 @@ class KeyMap:
     profile: str
     source: Mapping[str, Any]
     logger: str
-    step: str
-    tokens: Mapping[str, Any]
+    step: str | None = None
+    """Key of the training step (None: a format whose reader knows its own layout, e.g. mlperf)."""
+    tokens: Mapping[str, Any] = field(default_factory=dict)
     version: str = "unknown"
     format: str = "jsonl"
     line_prefix: str | None = None
@@ -43,6 +45,12 @@ class KeyMap:
     seconds: Mapping[str, Any] = field(default_factory=dict)
     off_policy: Mapping[str, str] | None = None
     metrics: tuple[str, ...] = ()
+    versions: str | None = None
+    """The engine versions (PEP 440 range) the entry's keys hold for."""
+    renames: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per version range: {key this entry names: key that version logs}."""
+    refuse: Mapping[str, str] = field(default_factory=dict)
+    """Keys whose meaning changed between versions: key -> why (read only where the version is known)."""
     path: str = ""
 
     @property
@@ -83,17 +91,55 @@ def load_key_map(path: str | Path) -> KeyMap:
     return KeyMap(**d, path=str(path))
 
 
-def _load_shipped() -> None:
-    from .. import paths
+READ_BY_KEY_MAP = ("jsonl", "csv")
+"""Formats `read_metric_log` reads with a key map's step and token keys."""
+DEDICATED = ("verl-jsonl", "trl-state", "mlperf")
+"""Formats read by an importer of their own (suite.integrations.importers, .mlperf): no key map."""
+COMPARED = ("verl-jsonl", "trl-state")
+"""Formats whose import prints the comparison with the engine's own FLOP figures (the others: the phase table)."""
 
-    folder = paths.tasks() / "engines"
-    for p in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
-        m = load_key_map(p)
-        KEY_MAPS.add(m.name, m)
+
+def known_formats() -> set[str]:
+    """The log formats an engine file's `logs` entry may name: the key-map formats, the dedicated
+    importers', and the readers registered in suite.integrations.logformats where present."""
+    out = set(READ_BY_KEY_MAP) | set(DEDICATED)
+    try:
+        from .logformats import LOG_FORMATS     # the readers' registry (console, TensorBoard, wandb)
+    except ImportError:
+        return out
+    return out | set(LOG_FORMATS)
 
 
-KEY_MAPS: Registry[Any] = Registry("importer key map", loader=_load_shipped, group="race.importers")
-"""Log format name -> its key map (the shipped tasks/engines/*.yaml, then plugins')."""
+def from_entry(rec, entry: Mapping[str, Any]) -> KeyMap:
+    """The KeyMap of one `logs` entry of engine file `rec` (suite.accounting.enginefile.EngineFile);
+    RaceError naming the file when its format is one nobody reads."""
+    if entry["format"] not in known_formats():
+        raise RaceError(f"{rec.where}: log {entry['name']!r} has format {entry['format']!r}, which no reader reads",
+                        f"known formats: {', '.join(sorted(known_formats()))}")
+    d = dict(entry)
+    d["metrics"] = tuple(d.get("metrics") or ())
+    return KeyMap(**d, engine=rec.name, source=rec.source or {}, path=rec.path)
+
+
+def _sync() -> None:
+    """Register every engine file's log entries not registered yet (a plugin's file may come later)."""
+    from ..accounting.enginefile import ENGINE_FILES
+
+    for rec in ENGINE_FILES.values():
+        for entry in rec.logs:
+            if entry["name"] not in KEY_MAPS:
+                KEY_MAPS.add(entry["name"], from_entry(rec, entry))
+
+
+KEY_MAPS: Registry[Any] = Registry("importer key map", loader=_sync, group="race.importers")
+"""Log name -> its key map (the engine files' `logs` entries, then plugins')."""
+
+
+def log_entry(name: str):
+    """The key map `race import NAME` reads with: an engine file's log entry or a plugin's map."""
+    if name not in KEY_MAPS:
+        _sync()
+    return KEY_MAPS[name]
 
 
 def key_map(name: str):
@@ -248,18 +294,53 @@ def steps_from_log(path: str | Path, km: KeyMap, cell) -> list:
     return out
 
 
+def as_key_map(km) -> KeyMap:
+    """A plugin's map (a mapping or an object with the keymap-v1 fields) as a checked KeyMap."""
+    if isinstance(km, KeyMap):
+        return km
+    from ..record import schemas
+
+    d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
+    schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
+    return KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ())})
+
+
+def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: str | None = None,
+               engine_profile: str | None = None, force: bool = False, **options):
+    """`race import`: the log at `path` read as `km` says (its format's importer), priced under
+    `engine_profile` (default: the entry's profile). `options` go to a dedicated importer
+    (peak_tflops for verl). Returns the ImportResult."""
+    km = as_key_map(km)
+    version = engine_version or (km.version if km.version != "unknown" else None)
+    profile = engine_profile or km.profile
+    if km.format == "verl-jsonl":
+        from .importers import import_verl
+
+        return import_verl(path, cell, out, engine_version=version or "unknown", force=force, **options)
+    if km.format == "trl-state":
+        from .importers import import_trl
+
+        return import_trl(path, cell, out, engine_version=version, engine_profile=profile, force=force)
+    if km.format == "mlperf":
+        from .mlperf import import_mlperf
+
+        return import_mlperf(path, cell, out, engine_version=version or "unknown", force=force,
+                             engine_profile=engine_profile or str(cell.engine.get("profile") or km.profile))
+    if km.step is None or not km.tokens:
+        raise RaceError(f"{km.where}: format {km.format!r} has no importer here",
+                        f"formats race import reads: {', '.join(sorted(known_formats()))}")
+    return import_metric_log(path, km, cell, out, engine_version=engine_version, force=force,
+                             engine_profile=engine_profile)
+
+
 def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, engine_version: str | None = None,
-                      force: bool = False):
-    """A metric log read under key map `km` -> ledger and report in `out` (priced under the
-    map's engine profile). Returns the ImportResult."""
+                      force: bool = False, engine_profile: str | None = None):
+    """A metric log read under key map `km` -> ledger and report in `out` (priced under
+    `engine_profile`, default the map's profile). Returns the ImportResult."""
     from .importers import import_steps
 
-    if not isinstance(km, KeyMap):      # a plugin's map: a mapping of the schema's fields
-        from ..record import schemas
-
-        d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
-        schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
-        km = KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ())})
+    km = as_key_map(km)
+    profile = engine_profile or km.profile
     steps = steps_from_log(path, km, cell)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
@@ -268,11 +349,13 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
             "max_lag": int(max(lag)), **({"mean_lag": sum(mean) / len(mean)} if mean else {})}})
     notes = (f"Imported from {km.engine}'s metric log ({Path(path).name}) by race import {km.name} under {km.where} "
              f"(keys read from {km.source['repo']} at {km.source['commit'][:12]}): per-step mean lengths priced by "
-             f"suite.accounting (profile {km.profile}); attention work assumes every sequence has the mean length.")
+             f"suite.accounting (profile {profile}); attention work assumes every sequence has the mean length.")
     fields = sorted({km.step, *km.token_keys()})
     source = {"engine": km.name, "file": Path(path).name, "fields": fields}
     return import_steps(steps, cell, out, engine=km.engine, engine_version=engine_version or km.version,
-                        engine_profile=km.profile, notes=notes, source=source, force=force)
+                        engine_profile=profile, notes=notes, source=source, force=force)
 
 
-__all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log"]
+__all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log",
+           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "READ_BY_KEY_MAP", "DEDICATED",
+           "COMPARED"]
