@@ -18,9 +18,10 @@ from .adapter import Adapter
 from .enginefile import DATA_FIELDS, ENGINE_FILES, profile_fields, register_file
 from .settings import GRPOSettings
 
-OLD_POLICY = ("always", "mu_gt_1", "misaligned")
+OLD_POLICY = ("always", "mu_gt_1", "misaligned", "never")
 """When the old-policy log-prob forward runs: every generation; when mu > 1; when TRL's schedule is
-misaligned (gradient_accumulation_steps % (steps_per_generation x mu) != 0)."""
+misaligned (gradient_accumulation_steps % (steps_per_generation x mu) != 0); never (the loss takes
+the rollout's log-probs, or those of the first training forward)."""
 REFERENCE = ("beta", "never", "always")
 """When the reference log-prob forward runs: iff beta != 0 (KL in the loss or the reward); never; always."""
 LAYER0 = ("always", "full_or_checkpointing")
@@ -99,8 +100,8 @@ class EngineProfile:
 
     def old_policy_pass(self, s: GRPOSettings) -> bool:
         """Whether a no-grad log-prob forward of the current policy runs once per generation."""
-        if self.old_policy == "always":
-            return True
+        if self.old_policy in ("always", "never"):
+            return self.old_policy == "always"
         if self.old_policy == "misaligned":
             # TRL grpo_trainer._generate_and_score_completions: generation misaligned with optimizer steps
             spg = s.steps_per_generation or s.gradient_accumulation_steps

@@ -51,6 +51,8 @@ class KeyMap:
     """Per version range: {key this entry names: key that version logs}."""
     refuse: Mapping[str, str] = field(default_factory=dict)
     """Keys whose meaning changed between versions: key -> why (read only where the version is known)."""
+    timers: Mapping[str, str] = field(default_factory=dict)
+    """Pass (old_policy, reference) -> the key the engine logs only when that pass runs."""
     path: str = ""
 
     @property
@@ -256,11 +258,50 @@ def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> 
     return float(v)
 
 
-def steps_from_log(path: str | Path, km: KeyMap, cell) -> list:
-    """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`."""
+def check_passes(path, km: KeyMap, rows: Mapping[int, Mapping[str, float]], cell, profile: str) -> None:
+    """The log and the profile agree on the passes the log times (`km.timers`): a key logged only
+    when the old-policy (or reference) forward runs is in the log exactly when `profile` charges
+    that pass for the run's settings. RaceError naming the key, the profile and the fix (the
+    engine's profile that agrees, or the run description's beta) otherwise."""
+    if not km.timers:
+        return
+    from ..accounting import ENGINES
+    from ..accounting.enginefile import ENGINE_FILES
+
+    settings = cell.settings()
+    timed = {p: any(k in r for r in rows.values()) for p, k in km.timers.items()}
+
+    def charges(name: str) -> dict:
+        prof = ENGINES[name]
+        return {p: prof.old_policy_pass(settings) if p == "old_policy" else prof.reference_pass(settings)
+                for p in km.timers}
+
+    got = charges(profile)
+    if got == timed:
+        return
+    p = next(p for p in km.timers if got[p] != timed[p])
+    what = "old-policy log-prob forward" if p == "old_policy" else "reference log-prob forward"
+    said = f"times the {what} ('{km.timers[p]}')" if timed[p] else f"never times the {what} ('{km.timers[p]}')"
+    own = ENGINE_FILES[km.engine].profiles if km.engine in ENGINE_FILES else ()
+    fits = [q for q in own if charges(q) == timed]
+    if fits:
+        hint = f"price it under the profile that runs the passes the log times: --engine-profile {fits[0]}"
+    elif p == "reference":
+        hint = (f"the run description's beta ({settings.beta:g}) decides the reference pass: set it to the run's KL "
+                f"coefficient")
+    else:
+        hint = f"check the run description's mu ({settings.num_iterations}) and schedule against the run"
+    raise RaceError(f"{path}: the log {said}, but profile {profile!r} "
+                    f"{'does not charge' if timed[p] else 'charges'} it for this run's settings", hint)
+
+
+def steps_from_log(path: str | Path, km: KeyMap, cell, profile: str | None = None) -> list:
+    """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`, the
+    passes the log times checked against `profile` (default the map's; `check_passes`)."""
     from .importers import Step
 
     rows = read_metric_log(path, km)
+    check_passes(path, km, rows, cell, profile or km.profile)
     expected = cell.prompts_per_step * cell.group_size
     turns = float((cell.rollouts or {}).get("turns") or 1)
     out = []
@@ -341,7 +382,7 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
 
     km = as_key_map(km)
     profile = engine_profile or km.profile
-    steps = steps_from_log(path, km, cell)
+    steps = steps_from_log(path, km, cell, profile)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
         mean = [s.metrics["off_policy/mean"] for s in steps if "off_policy/mean" in s.metrics]
