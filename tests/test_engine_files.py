@@ -83,3 +83,17 @@ def test_version_ranges():
     assert version_in("0.9.1", "==0.9.*") and not version_in("0.10.0", "==0.9.*") and version_in("v1.2rc1", "~=1.1")
     with pytest.raises(RaceError, match="not a PEP 440 range"):
         check_range("newer than 0.2", "x")
+
+
+def test_the_docs_engine_tables_are_generated_from_the_engine_files():
+    from suite.accounting.enginedocs import (ENGINES_BEGIN, ENGINES_END, PROFILES_BEGIN, PROFILES_END,
+                                             engines_markdown, profiles_markdown)
+    from suite.paths import home
+
+    for page, begin, end, body in (("import.md", ENGINES_BEGIN, ENGINES_END, engines_markdown()),
+                                   ("accounting.md", PROFILES_BEGIN, PROFILES_END, profiles_markdown())):
+        text = (home() / "docs" / page).read_text(encoding="utf-8")
+        assert text.split(begin, 1)[1].split(end, 1)[0].strip() == body.strip(), \
+            "run: .venv/bin/python -m suite.accounting.enginedocs"
+    assert all(f"| `{p}` |" in profiles_markdown() for p in ENGINES if ENGINES[p].engine is not None)
+    assert all(f"| `{e}` |" in engines_markdown() for e in ENGINE_FILES)

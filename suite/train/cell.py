@@ -209,9 +209,9 @@ class CellSpec:
         accounting convention, budget, identity, declared steps, hardware. `engine_profile`
         overrides the cell's `engine.profile` (race run picks it from the device)."""
         from ..accounting.enginefile import ENGINE_FILES, canonical_engine
-        from ..record.runspec import Budget, EngineSpec, Hardware, RunSpec, installed_version
+        from ..record.runspec import OWN_ENGINE, Budget, EngineSpec, Hardware, RunSpec, installed_version
 
-        name = str(self.engine.get("name") or "trl")      # the suite's own runs train with TRL
+        name = str(self.engine.get("name") or OWN_ENGINE)    # the suite's own runs train with TRL
         canon = canonical_engine(name)                    # 'TRL', 'huggingface-trl': engine trl
         own = ENGINE_FILES[canon].profiles if canon is not None else ()
         # default: the engine's first profile (its file's main one); engines without one: useful work only

@@ -31,8 +31,9 @@ def configure(p):
     p.add_argument("--engine-version", help="engine version written into the report (default: the log entry's "
                                             "`version`; TRL: the installed trl)")
     p.add_argument("--engine-profile", default=None, choices=sorted(ENGINES), metavar="PROFILE",
-                   help="accounting profile of the run (default: the log entry's `profile`); one of the engine's "
-                        "own (WORK-008): " + "; ".join(f"{n}: {ENGINES[n].description}" for n in sorted(ENGINES)))
+                   help="accounting profile of the run (default: the log entry's `profile`), one of its engine's own "
+                        "(WORK-008; docs/accounting.md says what each charges): "
+                        + "; ".join(f"{n} ({ENGINES[n].engine})" for n in sorted(ENGINES)))
     p.add_argument("--peak-tflops", type=float, default=989.0,
                    help="verl only: device peak in TFLOP/s used to turn perf/mfu/actor into FLOPs "
                         "(default 989: H100/H200 dense bf16, verl's own table)")
