@@ -11,96 +11,98 @@ from pathlib import Path
 
 from ..errors import RaceError
 
-OWN_CODE = ("verl", "trl", "mlperf")
-"""Importers with code of their own (suite.integrations.importers, .mlperf), not key maps."""
-
 PEEK_ROWS = 200
 """Rows whose keys are compared with the key maps' when the format alone does not name the engine."""
 
 
 def choose(name: str, log: str | Path):
-    """(importer name, KeyMap or None) for `race import NAME LOG`. None: an own-code importer
-    (verl's file logger JSON Lines, TRL, MLPerf). RaceError (one line) when `auto` recognises
-    nothing, or matches several engines' maps."""
-    from .keymaps import KEY_MAPS
+    """The key map (an engine file's `logs` entry) that `race import NAME LOG` reads with. `auto`:
+    the one the file's reader and keys point at; an entry name: that entry, or its engine's entry
+    for the format the file has. RaceError (one line) when `auto` recognises nothing, or matches
+    several engines' maps."""
+    from .keymaps import log_entry
     from .logformats import sniff
 
     path = Path(log)
     if name == "auto":
         return _auto(path)
-    if name in OWN_CODE:
-        if name == "verl" and path.exists():
-            r = sniff(path)
-            if r is not None and r.engine == "verl":
-                return name, _map_of("verl", r.name)
-        return name, None
-    km = KEY_MAPS[name]
+    km = log_entry(name)
     if path.exists() and path.suffix.lower() not in (".csv", ".jsonl", ".json"):
         r = sniff(path)
         if r is not None and r.engine == km.engine and r.name != km.format:
-            return name, _map_of(km.engine, r.name) or km
-    return name, km
+            return _map_of(km.engine, r.name) or km
+    return km
 
 
-def _map_of(engine: str, fmt: str):
-    from .keymaps import KEY_MAPS
+def _maps():
+    from .keymaps import KEY_MAPS, _sync
 
-    maps = [KEY_MAPS[n] for n in sorted(KEY_MAPS) if KEY_MAPS[n].engine == engine and KEY_MAPS[n].format == fmt]
+    _sync()
+    return [KEY_MAPS[n] for n in sorted(KEY_MAPS)]
+
+
+def _map_of(engine: str | None, fmt: str):
+    maps = [m for m in _maps() if (engine is None or m.engine == engine) and m.format == fmt]
     return maps[0] if maps else None
 
 
 def _auto(path: Path):
-    from .keymaps import KEY_MAPS
     from .logformats import read_head, seen, sniff
 
     if not path.exists():
         raise RaceError(f"{path} not found", "pass the log file, or the TensorBoard or wandb run folder")
+    dedicated = None
     if path.name == "trainer_state.json" or (path.is_dir() and (path / "trainer_state.json").is_file()):
-        return "trl", None
-    head = read_head(path) if path.is_file() else b""
-    if b":::MLLOG" in head:
-        return "mlperf", None
+        dedicated = "trl-state"
+    elif path.is_file() and b":::MLLOG" in read_head(path):
+        dedicated = "mlperf"
+    if dedicated:
+        km = _map_of(None, dedicated)
+        if km is not None:
+            return km
     r = sniff(path)
     if r is None:
         raise RaceError(f"{path}: no reader recognises this file", seen(path))
     if r.name == "wandb":
         inner = sniff(path, consoles_only=True)
-        if inner is not None:
-            km = _map_of(inner.engine, inner.name)
-            if km is not None:
-                return km.name, km
+        km = _map_of(inner.engine, inner.name) if inner is not None else None
+        if km is not None:
+            return km
     if r.engine is not None:
         km = _map_of(r.engine, r.name)
         if km is None:
-            raise RaceError(f"{path}: looks like {r.engine}'s {r.name} log, but no key map reads that format",
+            raise RaceError(f"{path}: looks like {r.engine}'s {r.name} log, but no engine file reads that format",
                             "pass a key map of your own (race import map LOG --key-map FILE)")
-        return km.name, km
+        return km
     if r.name == "jsonl" and _is_verl_file_logger(path):
-        return "verl", None
+        km = _map_of(None, "verl-jsonl")
+        if km is not None:
+            return km
     # A generic container: compare the keys of its first rows with every map's.
     matches = []
     keys: set[str] = set()
-    for n in sorted(KEY_MAPS):
-        km = KEY_MAPS[n]
+    for km in _maps():
+        if not km.tokens or km.format not in ("jsonl", "csv", r.name):
+            continue
         try:
             rows = list(islice(r.rows(path, step=km.step, nest=km.nest, line_prefix=km.line_prefix), PEEK_ROWS))
         except RaceError:
             continue
         got = {k for _, row in rows for k in row}
         keys |= got
-        need = [k for k in km.token_keys() if k not in km.ambiguous]
+        need = [k for k in km.token_keys() if k not in km.refuse]
         if rows and need and all(k in got for k in need):
             matches.append(km)
     engines = sorted({m.engine for m in matches})
     if len(engines) == 1:
         best = [m for m in matches if m.format == r.name] or matches
-        return best[0].name, best[0]
+        return best[0]
     shown = ", ".join(sorted(keys)[:8]) + (" ..." if len(keys) > 8 else "")
     if not engines:
         raise RaceError(f"{path}: read as {r.name}, its keys ({shown or 'none'}) match no engine's key map",
-                        "name the engine (race import ENGINE LOG) or pass --key-map FILE")
+                        "name the log (race import NAME LOG) or pass --key-map FILE")
     raise RaceError(f"{path}: read as {r.name}, its keys fit the key maps of {', '.join(engines)}",
-                    "name the engine: race import ENGINE LOG")
+                    "name the log: race import NAME LOG")
 
 
 def _is_verl_file_logger(path: Path) -> bool:
@@ -118,4 +120,4 @@ def _is_verl_file_logger(path: Path) -> bool:
     return False
 
 
-__all__ = ["choose", "OWN_CODE"]
+__all__ = ["choose"]

@@ -1,14 +1,14 @@
-"""Importer key maps: how an engine's metric log names the numbers `race import` reads, one
-declarative map per engine (tasks/engines/*.yaml, checked by schemas/keymap-v1.schema.json),
-registered by name. The shipped maps cover NeMo-RL, prime-rl, slime, SkyRL, OpenRLHF, ROLL and
-AReaL; a user writes a new one without code (`race import --key-map FILE`), and other packages
-add theirs through the `race.importers` entry point group (suite.registry).
+"""Importer key maps: how an engine's metric log names the numbers `race import` reads. Each
+engine file (tasks/engines/*.yaml, schemas/engine-v1.schema.json; suite.accounting.enginefile)
+lists the logs its engine writes under `logs`; each entry is registered here by name. A user
+writes a map of their own (`race import map LOG --key-map FILE`, schemas/keymap-v1.schema.json);
+other packages add engine files (`race.engines`) or maps (`race.importers`) through entry points.
 
-One reader serves every map (`read_metric_log`): JSON Lines (a file monitor's records, or lines
-of a console log behind a marker) or CSV (what wandb and TensorBoard export), rows merged by the
-map's step key, each step's mean prompt, completion and environment tokens per sequence, its
-sequences, kept sequences, phase seconds and off-policy lag taken from the keys the map names.
-A key the map names that the log does not have is one line naming the key and the map."""
+Every log is read through its reader (suite.integrations.logformats) into (step, keys) rows; this
+module turns rows into steps under a map, keeping only the keys the map uses (memory grows with
+steps, not with the log). A missing key is one line naming the key, the file and the engine
+version (and the old name where the log has it); a critic's keys and keys whose meaning depends
+on an unknown engine version are refused by name."""
 
 from __future__ import annotations
 
@@ -18,32 +18,44 @@ from typing import Any, Mapping
 
 from ..errors import RaceError
 from ..registry import Registry
+from .described import described, assumptions_of
 from .logformats import number as _number
 
 
 @dataclass(frozen=True)
 class KeyMap:
-    """A parsed key map (schemas/keymap-v1.schema.json); `path` is the file it came from."""
+    """A parsed key map (schemas/keymap-v1.schema.json, or an engine file's `logs` entry); `path`
+    is the file it came from."""
 
     name: str
     engine: str
     profile: str
     source: Mapping[str, Any]
     logger: str
-    step: str
-    tokens: Mapping[str, Any]
+    step: str | None = None
+    """Key of the training step in JSON Lines and CSV (None: a format whose reader knows its own layout)."""
+    tokens: Mapping[str, Any] = field(default_factory=dict)
     version: str = "unknown"
     format: str = "jsonl"
     line_prefix: str | None = None
     nest: str | None = None
     sequences: Any = None
+    """A key holding the sequences of a step, or {tokens: KEY}: a prompt + completion token total."""
     kept: str | None = None
     seconds: Mapping[str, Any] = field(default_factory=dict)
     off_policy: Mapping[str, str] | None = None
     metrics: tuple[str, ...] = ()
-    critic: tuple[str, ...] = ()
-    ambiguous: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    versions: str | None = None
+    """The engine versions (PEP 440 range) the entry's keys hold for."""
     renames: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per version range: {key this entry names: key that version logs}."""
+    refuse: Mapping[str, str] = field(default_factory=dict)
+    """Keys whose meaning changed between versions: key -> why (read only where the version is known
+    and within `versions`)."""
+    timers: Mapping[str, str] = field(default_factory=dict)
+    """Pass (old_policy, reference) -> the key the engine logs only when that pass runs."""
+    critic_keys: tuple[str, ...] = ()
+    """Keys only a PPO critic writes: a log holding any is refused, naming them (RACE does not price a critic)."""
     path: str = ""
 
     @property
@@ -70,7 +82,8 @@ class KeyMap:
 
     def wanted(self) -> set[str]:
         """Every key the import keeps from a row (the rest is only noted as seen)."""
-        keys = {*self.token_keys(), *self.metrics, *self.critic, *self.ambiguous, *(self.off_policy or {}).values()}
+        keys = {*self.token_keys(), *self.metrics, *self.critic_keys, *self.refuse, *self.timers.values(),
+                *(self.off_policy or {}).values()}
         for v in self.seconds.values():
             keys.update([v] if isinstance(v, str) else v)
         if self.sequences_key():
@@ -103,26 +116,66 @@ def load_key_map(path: str | Path) -> KeyMap:
     schemas.check_spec(d, schemas.KEYMAP, str(path))
     d = dict(d)
     d["metrics"] = tuple(d.get("metrics") or ())
-    d["critic"] = tuple(d.get("critic") or ())
+    d["critic_keys"] = tuple(d.get("critic_keys") or ())
     from .logformats import LOG_FORMATS
 
-    if d.get("format", "jsonl") not in LOG_FORMATS:
+    if d.get("format", "jsonl") not in LOG_FORMATS and d.get("format") not in DEDICATED:
         raise RaceError(f"{path}: format {d['format']!r} is not a known log reader",
                         f"known: {', '.join(sorted(LOG_FORMATS))}")
     return KeyMap(**d, path=str(path))
 
 
-def _load_shipped() -> None:
-    from .. import paths
 
-    folder = paths.tasks() / "engines"
-    for p in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
-        m = load_key_map(p)
-        KEY_MAPS.add(m.name, m)
+READ_BY_KEY_MAP = ("jsonl", "csv")
+"""Formats `read_metric_log` reads with a key map's step and token keys."""
+DEDICATED = ("verl-jsonl", "trl-state", "mlperf")
+"""Formats read by an importer of their own (suite.integrations.importers, .mlperf): no key map."""
+COMPARED = ("verl-jsonl", "trl-state")
+"""Formats whose import prints the comparison with the engine's own FLOP figures (the others: the phase table)."""
 
 
-KEY_MAPS: Registry[Any] = Registry("importer key map", loader=_load_shipped, group="race.importers")
-"""Log format name -> its key map (the shipped tasks/engines/*.yaml, then plugins')."""
+def known_formats() -> set[str]:
+    """The log formats an engine file's `logs` entry may name: the key-map formats, the dedicated
+    importers', and the readers registered in suite.integrations.logformats where present."""
+    out = set(READ_BY_KEY_MAP) | set(DEDICATED)
+    try:
+        from .logformats import LOG_FORMATS     # the readers' registry (console, TensorBoard, wandb)
+    except ImportError:
+        return out
+    return out | set(LOG_FORMATS)
+
+
+def from_entry(rec, entry: Mapping[str, Any]) -> KeyMap:
+    """The KeyMap of one `logs` entry of engine file `rec` (suite.accounting.enginefile.EngineFile);
+    RaceError naming the file when its format is one nobody reads."""
+    if entry["format"] not in known_formats():
+        raise RaceError(f"{rec.where}: log {entry['name']!r} has format {entry['format']!r}, which no reader reads",
+                        f"known formats: {', '.join(sorted(known_formats()))}")
+    d = dict(entry)
+    d["metrics"] = tuple(d.get("metrics") or ())
+    d["critic_keys"] = tuple(d.get("critic_keys") or ())
+    return KeyMap(**d, engine=rec.name, source=rec.source or {}, path=rec.path)
+
+
+def _sync() -> None:
+    """Register every engine file's log entries not registered yet (a plugin's file may come later)."""
+    from ..accounting.enginefile import ENGINE_FILES
+
+    for rec in ENGINE_FILES.values():
+        for entry in rec.logs:
+            if entry["name"] not in KEY_MAPS:
+                KEY_MAPS.add(entry["name"], from_entry(rec, entry))
+
+
+KEY_MAPS: Registry[Any] = Registry("importer key map", loader=_sync, group="race.importers")
+"""Log name -> its key map (the engine files' `logs` entries, then plugins')."""
+
+
+def log_entry(name: str):
+    """The key map `race import NAME` reads with: an engine file's log entry or a plugin's map."""
+    if name not in KEY_MAPS:
+        _sync()
+    return KEY_MAPS[name]
 
 
 def key_map(name: str):
@@ -181,7 +234,7 @@ step total only splits off 'other' seconds."""
 
 
 def _refuse_critic(path: Path, km: KeyMap, seen) -> None:
-    critic = [k for k in km.critic if k in seen]
+    critic = [k for k in km.critic_keys if k in seen]
     if critic:
         raise RaceError(f"{path}: the log has a PPO critic ({', '.join(critic)}): RACE does not price a critic's "
                         "forward and update, and will not drop them silently",
@@ -191,7 +244,7 @@ def _refuse_critic(path: Path, km: KeyMap, seen) -> None:
 def refuse_critic(path: str | Path, km: KeyMap) -> None:
     """Refuse a log whose first training row holds a critic's keys (before anything else is
     read or checked: the cell of a PPO run may not even describe a GRPO run)."""
-    if not km.critic or not Path(path).exists():
+    if not km.critic_keys or not Path(path).exists():
         return
     tokens = set(km.token_keys())
     for _, rec in _rows(Path(path), km):
@@ -225,17 +278,18 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
                 row[k] = x
     version = engine_version or "unknown"
     _refuse_critic(path, km, seen)
-    for k, a in km.ambiguous.items():
+    for k, why in km.refuse.items():
         if k in seen and k in km.token_keys():
             if engine_version is None:
                 raise RaceError(f"{path}: key '{k}' of {km.where} means different things in different {km.engine} "
-                                f"versions ({a['why']}), and the engine version is not given",
+                                f"versions ({why}), and the engine version is not given",
                                 "pass --engine-version (the version that wrote the log)")
-            if _in_range(engine_version, a["versions"]):
-                raise RaceError(f"{path}: key '{k}' of {km.where} does not count tokens in {km.engine} "
-                                f"{engine_version} ({a['why']})", "import this version's log with another key map")
-    need = [k for k in km.token_keys() if k not in km.ambiguous or engine_version is not None]
-    if km.format in ("jsonl", "csv") and reader_for(path, km).name in ("jsonl", "csv"):
+            if km.versions and not _in_range(engine_version, km.versions):
+                raise RaceError(f"{path}: key '{k}' of {km.where} does not mean what the map reads in {km.engine} "
+                                f"{engine_version} ({why}); the map holds for {km.versions}",
+                                "import this version's log with another key map (or its console log)")
+    need = [k for k in km.token_keys() if k not in km.refuse or engine_version is not None]
+    if km.step and reader_for(path, km).name in ("jsonl", "csv"):
         need = [km.step, *need]
     for k in need:
         if k not in seen:
@@ -247,9 +301,7 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
             raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log ({km.engine} version {version})", hint)
     for phase, keys in km.seconds.items():
         ks = [keys] if isinstance(keys, str) else keys
-        if phase in OPTIONAL_TIMERS:
-            continue
-        if not any(k in seen for k in ks):
+        if phase not in OPTIONAL_TIMERS and not any(k in seen for k in ks):
             raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log "
                             f"({km.engine} version {version})", "the engine may have renamed them: fix the key map's "
                             "seconds, or pass --engine-version where the map knows the old names")
@@ -257,11 +309,6 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
     if not train:
         raise RaceError(f"{path}: no training steps with the keys of {km.where}", km.logger)
     return dict(sorted(train.items()))
-
-
-def _described(cell, f: str) -> float | None:
-    v = (cell.rollouts or {}).get("environment_tokens") if f == "environment_tokens" else getattr(cell, f)
-    return None if v is None else float(v)
 
 
 def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> float:
@@ -273,7 +320,7 @@ def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> 
         return row[k]
 
     def desc(f):
-        v = _described(cell, f)
+        v = described(cell, f)
         if v is None:
             raise RaceError(f"{where}: {km.where} takes the {what} tokens from the run description's {f}, which "
                             f"{cell.name} does not give", f"add `{f}` to the run description (the log does not say it)")
@@ -289,53 +336,51 @@ def _tok(spec, row: dict, cell, n: float, what: str, where: str, km: KeyMap) -> 
     return desc(spec["description"])
 
 
-def _descriptions(spec) -> list[str]:
-    """The run-description fields a token spec reads."""
-    if isinstance(spec, str):
-        return []
-    if "description" in spec:
-        return [spec["description"]]
-    return [x["description"] for x in spec.get("minus", ()) if isinstance(x, Mapping)]
+def check_passes(path, km: KeyMap, rows: Mapping[int, Mapping[str, float]], cell, profile: str) -> None:
+    """The log and the profile agree on the passes the log times (`km.timers`): a key logged only
+    when the old-policy (or reference) forward runs is in the log exactly when `profile` charges
+    that pass for the run's settings. RaceError naming the key, the profile and the fix (the
+    engine's profile that agrees, or the run description's beta) otherwise."""
+    if not km.timers:
+        return
+    from ..accounting import ENGINES
+    from ..accounting.enginefile import ENGINE_FILES
+
+    settings = cell.settings()
+    timed = {p: any(k in r for r in rows.values()) for p, k in km.timers.items()}
+
+    def charges(name: str) -> dict:
+        prof = ENGINES[name]
+        return {p: prof.old_policy_pass(settings) if p == "old_policy" else prof.reference_pass(settings)
+                for p in km.timers}
+
+    got = charges(profile)
+    if got == timed:
+        return
+    p = next(p for p in km.timers if got[p] != timed[p])
+    what = "old-policy log-prob forward" if p == "old_policy" else "reference log-prob forward"
+    said = f"times the {what} ('{km.timers[p]}')" if timed[p] else f"never times the {what} ('{km.timers[p]}')"
+    own = ENGINE_FILES[km.engine].profiles if km.engine in ENGINE_FILES else ()
+    fits = [q for q in own if charges(q) == timed]
+    if fits:
+        hint = f"price it under the profile that runs the passes the log times: --engine-profile {fits[0]}"
+    elif p == "reference":
+        hint = (f"the run description's beta ({settings.beta:g}) decides the reference pass: set it to the run's KL "
+                f"coefficient")
+    else:
+        hint = f"check the run description's mu ({settings.num_iterations}) and schedule against the run"
+    raise RaceError(f"{path}: the log {said}, but profile {profile!r} "
+                    f"{'does not charge' if timed[p] else 'charges'} it for this run's settings", hint)
 
 
-DESCRIBED_WHY = {
-    "mean_prompt_tokens": "the log counts generated tokens only; the prompt length is the run description's",
-    "mean_completion_tokens": "the log does not count generated tokens; the run description's mean is used",
-    "environment_tokens": "the log does not count environment (tool) tokens; the run description's mean is used",
-}
-
-
-def assumptions_of(km: KeyMap, cell, steps: list) -> list[dict]:
-    """What the import took from the run description rather than the log, for the report's
-    provenance.assumptions: each field with its value, why, and its range (the cell's `assumed`
-    entry for the field: low, high, why) where the description gives one."""
-    assumed = cell.assumed or {}
-    out = []
-    fields = sorted({f for spec in km.tokens.values() for f in _descriptions(spec)})
-    for f in fields:
-        a = {"field": f, "value": _described(cell, f), "why": DESCRIBED_WHY[f]}
-        a.update({k: v for k, v in (assumed.get(f) or {}).items() if k in ("low", "high", "why")})
-        out.append(a)
-    counted = [s for s in steps if s.sequences is not None]
-    if len(counted) < len(steps):
-        n = cell.prompts_per_step * cell.group_size
-        a = {"field": "sequences per step", "value": n,
-             "why": f"the log does not count the sequences of {len(steps) - len(counted)} of its {len(steps)} steps; "
-                    f"prompts_per_step x K of the run description ({cell.prompts_per_step} x {cell.group_size})"}
-        for k in ("group_size", "prompts_per_step"):
-            r = assumed.get(k) or {}
-            if "low" in r and "high" in r:
-                other = cell.prompts_per_step if k == "group_size" else cell.group_size
-                a.update(low=r["low"] * other, high=r["high"] * other, why=a["why"] + f"; {k}: {r.get('why', '')}")
-        out.append(a)
-    return out
-
-
-def steps_from_log(path: str | Path, km: KeyMap, cell, *, engine_version: str | None = None) -> list:
-    """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`."""
+def steps_from_log(path: str | Path, km: KeyMap, cell, profile: str | None = None, *,
+                   engine_version: str | None = None) -> list:
+    """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`, the
+    passes the log times checked against `profile` (default the map's; `check_passes`)."""
     from .importers import Step
 
     rows = read_metric_log(path, km, engine_version=engine_version)
+    check_passes(path, km, rows, cell, profile or km.profile)
     expected = cell.prompts_per_step * cell.group_size
     turns = float((cell.rollouts or {}).get("turns") or 1)
     skey = km.sequences_key()
@@ -374,19 +419,54 @@ def steps_from_log(path: str | Path, km: KeyMap, cell, *, engine_version: str | 
     return out
 
 
+def as_key_map(km) -> KeyMap:
+    """A plugin's map (a mapping or an object with the keymap-v1 fields) as a checked KeyMap."""
+    if isinstance(km, KeyMap):
+        return km
+    from ..record import schemas
+
+    d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
+    schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
+    return KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ()), "critic_keys": tuple(d.get("critic_keys") or ())})
+
+
+def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: str | None = None,
+               engine_profile: str | None = None, force: bool = False, **options):
+    """`race import`: the log at `path` read as `km` says (its format's importer), priced under
+    `engine_profile` (default: the entry's profile). `options` go to a dedicated importer
+    (peak_tflops for verl). Returns the ImportResult."""
+    km = as_key_map(km)
+    version = engine_version or (km.version if km.version != "unknown" else None)
+    profile = engine_profile or km.profile
+    if km.format == "verl-jsonl":
+        from .importers import import_verl
+
+        return import_verl(path, cell, out, engine_version=version or "unknown", force=force, **options)
+    if km.format == "trl-state":
+        from .importers import import_trl
+
+        return import_trl(path, cell, out, engine_version=version, engine_profile=profile, force=force)
+    if km.format == "mlperf":
+        from .mlperf import import_mlperf
+
+        return import_mlperf(path, cell, out, engine_version=version or "unknown", force=force,
+                             engine_profile=engine_profile or str(cell.engine.get("profile") or km.profile))
+    if not km.tokens:
+        raise RaceError(f"{km.where}: format {km.format!r} has no importer here",
+                        f"formats race import reads: {', '.join(sorted(known_formats()))}")
+    return import_metric_log(path, km, cell, out, engine_version=version, force=force,
+                             engine_profile=engine_profile)
+
+
 def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, engine_version: str | None = None,
-                      force: bool = False):
-    """A metric log read under key map `km` -> ledger and report in `out` (priced under the
-    map's engine profile). Returns the ImportResult."""
+                      force: bool = False, engine_profile: str | None = None):
+    """A metric log read under key map `km` -> ledger and report in `out` (priced under
+    `engine_profile`, default the map's profile). Returns the ImportResult."""
     from .importers import import_steps
 
-    if not isinstance(km, KeyMap):      # a plugin's map: a mapping of the schema's fields
-        from ..record import schemas
-
-        d = dict(km) if isinstance(km, Mapping) else {k: getattr(km, k) for k in dir(km) if not k.startswith("_")}
-        schemas.check_spec(d, schemas.KEYMAP, f"key map {d.get('name', '?')}")
-        km = KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ()), "critic": tuple(d.get("critic") or ())})
-    steps = steps_from_log(path, km, cell, engine_version=engine_version)
+    km = as_key_map(km)
+    profile = engine_profile or km.profile
+    steps = steps_from_log(path, km, cell, profile, engine_version=engine_version)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
         mean = [s.metrics["off_policy/mean"] for s in steps if "off_policy/mean" in s.metrics]
@@ -395,7 +475,7 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
     reader = reader_for(Path(path), km).name
     notes = (f"Imported from {km.engine}'s log ({Path(path).name}, read as {reader}) by race import {km.name} under "
              f"{km.where} (keys read from {km.source['repo']} at {km.source['commit'][:12]}): per-step mean lengths "
-             f"priced by suite.accounting (profile {km.profile}); attention work assumes every sequence has the mean "
+             f"priced by suite.accounting (profile {profile}); attention work assumes every sequence has the mean "
              "length.")
     fields = sorted({*([km.step] if reader in ("jsonl", "csv") else []), *km.token_keys()})
     source = {"engine": km.name, "file": Path(path).name, "fields": fields}
@@ -410,8 +490,10 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
         steps = [replace(s, step=s.step - first + 1, metrics={**s.metrics, "log/step": s.step}) for s in steps]
         declared = steps[-1].step
     return import_steps(steps, cell, out, engine=km.engine, engine_version=engine_version or km.version,
-                        engine_profile=km.profile, notes=notes, source=source, force=force,
+                        engine_profile=profile, notes=notes, source=source, force=force,
                         assumptions=assumptions_of(km, cell, steps) or None, declared_steps=declared)
 
 
-__all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log"]
+__all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log",
+           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "READ_BY_KEY_MAP", "DEDICATED",
+           "COMPARED", "reader_for", "refuse_critic"]

@@ -1,0 +1,99 @@
+"""Engines as data: every engine is one file (tasks/engines/NAME.yaml, schemas/engine-v1.schema.json)
+whose profiles are the accounting's EngineProfiles and whose logs are `race import`'s key maps; the
+file is checked by its schema, a bad one is one line naming file and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from suite.accounting import ENGINES, GRPOSettings
+from suite.accounting.enginefile import (ENGINE_FILES, check_range, read_file, register_file, shipped_folder,
+                                         version_in)
+from suite.errors import RaceError
+from suite.integrations.keymaps import KEY_MAPS
+
+SHIPPED = sorted(p.stem for p in shipped_folder().glob("*.yaml"))
+
+
+def test_every_shipped_engine_file_is_registered_with_its_profiles_and_logs():
+    assert SHIPPED == sorted(ENGINE_FILES)
+    assert {"trl", "verl", "nemo-rl", "prime-rl", "slime", "skyrl", "openrlhf", "roll", "areal", "generic"} <= set(SHIPPED)
+    owned = [p for name in ENGINE_FILES for p in ENGINE_FILES[name].profiles]
+    assert len(owned) == len(set(owned)) and set(owned) <= set(ENGINES)     # each profile one engine's
+    for name in SHIPPED:
+        rec = ENGINE_FILES[name]
+        assert rec.path.endswith(f"{name}.yaml")
+        assert rec.source is not None or name == "generic"   # facts read from code say where
+        for p in rec.profiles:
+            assert ENGINES[p].engine == name
+        for log in rec.logs:
+            km = KEY_MAPS[log["name"]]
+            assert km.engine == name and km.profile == log["profile"] and km.format == log["format"]
+    assert ENGINE_FILES["nemo-rl"].logs[1]["name"] == "mlperf"     # MLPerf's GRPO logs are NeMo-RL's
+
+
+def test_extends_inherits_and_overrides():
+    trl, cpu, vllm, nois = (ENGINES[p] for p in ("trl", "trl-cpu", "trl-vllm", "trl-vllm-no-is"))
+    assert (cpu.padded, cpu.lm_head_train, trl.lm_head_train) == (True, "all", "completion")
+    assert (vllm.padded, vllm.rollout_is_padded, vllm.prefill_per_completion) == (True, False, False)
+    s = GRPOSettings(group_size=4, prompts_per_step=2)            # aligned schedule, mu = 1
+    assert (trl.old_policy_pass(s), vllm.old_policy_pass(s), nois.old_policy_pass(s)) == (False, True, False)
+    s = GRPOSettings(group_size=4, prompts_per_step=2, gradient_accumulation_steps=3, steps_per_generation=2)
+    assert trl.old_policy_pass(s) and nois.old_policy_pass(s)    # 3 % (2 x 1) != 0: misaligned
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "acme.yaml"
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+GOOD = """name: acme
+description: "Acme's trainer"
+source: {repo: acme/trainer, commit: "%s", files: [train.py]}
+profiles:
+  acme:
+    description: "Acme trainer: shared prompt prefill, no padding"
+    prefill_per_completion: false
+logs: []
+""" % ("ab" * 20)
+
+
+def test_bad_engine_files_are_one_line_naming_file_and_field(tmp_path):
+    with pytest.raises(RaceError, match=r"acme.yaml at profiles/acme: Additional properties.*'padding'"):
+        read_file(_write(tmp_path, GOOD.replace("prefill_per_completion", "padding")))
+    with pytest.raises(RaceError, match=r"acme.yaml at profiles/acme/old_policy: 'sometimes' is not one of"):
+        read_file(_write(tmp_path, GOOD.replace("prefill_per_completion: false", "old_policy: sometimes")))
+    with pytest.raises(RaceError, match="engine name 'TRL' is already engine 'trl'"):
+        register_file(_write(tmp_path, GOOD.replace('description: "Acme', 'aliases: [TRL]\ndescription: "Acme', 1)))
+    with pytest.raises(RaceError, match="profile 'trl' is already registered"):
+        register_file(_write(tmp_path, GOOD.replace("  acme:\n", "  trl:\n")))
+    with pytest.raises(RaceError, match="log 'acme' is priced under 'verl', which is neither a profile of this file"):
+        register_file(_write(tmp_path, GOOD.replace("logs: []", "logs:\n  - {name: acme, format: csv, profile: verl, "
+                                                                "logger: my logger, step: it, tokens: {prompt: p, "
+                                                                "completion: c}}")))
+    with pytest.raises(RaceError, match="at logs/0: 'step' is a required property"):
+        read_file(_write(tmp_path, GOOD.replace("logs: []", "logs:\n  - {name: acme, format: csv, profile: acme, "
+                                                            "logger: my logger}")))
+    assert "acme" not in ENGINE_FILES and "acme" not in ENGINES    # nothing half-registered
+
+
+def test_version_ranges():
+    assert check_range(">=0.2,<0.4", "x") and version_in("0.3.1", ">=0.2,<0.4") and not version_in("0.4", ">=0.2,<0.4")
+    assert version_in("0.9.1", "==0.9.*") and not version_in("0.10.0", "==0.9.*") and version_in("v1.2rc1", "~=1.1")
+    with pytest.raises(RaceError, match="not a PEP 440 range"):
+        check_range("newer than 0.2", "x")
+
+
+def test_the_docs_engine_tables_are_generated_from_the_engine_files():
+    from suite.accounting.enginedocs import (ENGINES_BEGIN, ENGINES_END, PROFILES_BEGIN, PROFILES_END,
+                                             engines_markdown, profiles_markdown)
+    from suite.paths import home
+
+    for page, begin, end, body in (("import.md", ENGINES_BEGIN, ENGINES_END, engines_markdown()),
+                                   ("accounting.md", PROFILES_BEGIN, PROFILES_END, profiles_markdown())):
+        text = (home() / "docs" / page).read_text(encoding="utf-8")
+        assert text.split(begin, 1)[1].split(end, 1)[0].strip() == body.strip(), \
+            "run: .venv/bin/python -m suite.accounting.enginedocs"
+    assert all(f"| `{p}` |" in profiles_markdown() for p in ENGINES if ENGINES[p].engine is not None)
+    assert all(f"| `{e}` |" in engines_markdown() for e in ENGINE_FILES)
