@@ -97,3 +97,13 @@ def test_the_docs_engine_tables_are_generated_from_the_engine_files():
             "run: .venv/bin/python -m suite.accounting.enginedocs"
     assert all(f"| `{p}` |" in profiles_markdown() for p in ENGINES if ENGINES[p].engine is not None)
     assert all(f"| `{e}` |" in engines_markdown() for e in ENGINE_FILES)
+
+
+def test_a_profile_whose_engine_runs_a_critic_is_refused_by_name_not_dropped():
+    from suite.accounting import work_from_means
+
+    assert ENGINES["verl-ppo"].critic and ENGINES["verl-ppo"].engine == "verl" and not ENGINES["verl"].critic
+    s = GRPOSettings(group_size=1, prompts_per_step=4)
+    assert work_from_means(100, 200, s, "verl")["update.train.tokens"] == 4 * 300
+    with pytest.raises(RaceError, match="engine profile 'verl-ppo' runs a PPO critic"):
+        work_from_means(100, 200, s, "verl-ppo")
