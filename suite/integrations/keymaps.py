@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -59,6 +59,11 @@ class KeyMap:
     def where(self) -> str:
         """How messages name the map: its name and file."""
         return f"key map '{self.name}'" + (f" ({self.path})" if self.path else "")
+
+    def read_keys(self) -> set[str]:
+        """Every log key the entry reads: step, token counts, sequences, seconds, timers."""
+        secs = [k for v in self.seconds.values() for k in ([v] if isinstance(v, str) else v)]
+        return {k for k in (self.step, *self.token_keys(), *secs, *self.timers.values()) if k}
 
     def token_keys(self) -> list[str]:
         """Every log key the token counts need."""
@@ -168,6 +173,42 @@ def _number(v: Any) -> float | None:
     return None
 
 
+def for_version(km: KeyMap, version: str | None) -> KeyMap:
+    """The entry as a log of engine `version` (the import's --engine-version; None: not known)
+    names its keys: its `renames` for the ranges holding the version applied. RaceError when the
+    version is outside the entry's `versions`, or unknown while the entry reads a key whose meaning
+    changed between versions (`refuse`: the key and why, one line)."""
+    from ..accounting.enginefile import version_in
+
+    known = version not in (None, "", "unknown")
+    if known and km.versions and not version_in(version, km.versions):
+        raise RaceError(f"{km.where} reads logs of {km.engine} {km.versions}, not {km.engine} {version}",
+                        "pass the log's own engine version (--engine-version), or a key map for that version")
+    if not known:
+        for key, why in km.refuse.items():
+            if key in km.read_keys():
+                raise RaceError(f"{km.where}: key '{key}' is read only where the engine version is known: {why}",
+                                f"pass the {km.engine} version that wrote the log (--engine-version)")
+    ren = {new: old for rng, m in (km.renames.items() if known else ()) if version_in(version, rng)
+           for new, old in m.items()}
+    if not ren:
+        return replace(km, version=version) if known else km
+
+    def r(k):
+        return ren.get(k, k) if isinstance(k, str) else k
+
+    def spec(s):
+        if isinstance(s, str):
+            return r(s)
+        return {"total": r(s["total"])} if "total" in s else {"minus": [r(x) for x in s["minus"]]} if "minus" in s else s
+
+    return replace(km, step=r(km.step), tokens={p: spec(s) for p, s in km.tokens.items()},
+                   seconds={ph: r(v) if isinstance(v, str) else [r(x) for x in v] for ph, v in km.seconds.items()},
+                   sequences=r(km.sequences), kept=r(km.kept), metrics=tuple(r(k) for k in km.metrics),
+                   off_policy=None if km.off_policy is None else {w: r(k) for w, k in km.off_policy.items()},
+                   timers={p: r(k) for p, k in km.timers.items()}, version=version)
+
+
 def _rows(path: Path, km: KeyMap):
     """(line, record) of the log: CSV rows (header first) or JSON Lines records (behind the
     map's line prefix, the metrics under its `nest` key merged with the top level)."""
@@ -223,7 +264,8 @@ def read_metric_log(path: str | Path, km: KeyMap) -> dict[int, dict[str, float]]
     need = [km.step, *km.token_keys()]
     for k in need:
         if k not in seen:
-            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log",
+            at = f" of {km.engine} {km.version}" if km.version not in ("", "unknown") else ""
+            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log{at}",
                             f"the engine may have renamed it: fix the key map, or pass one that matches "
                             f"(--key-map FILE); the log must come from: {km.logger}")
     for phase, keys in km.seconds.items():
@@ -380,7 +422,7 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
     `engine_profile`, default the map's profile). Returns the ImportResult."""
     from .importers import import_steps
 
-    km = as_key_map(km)
+    km = for_version(as_key_map(km), engine_version)
     profile = engine_profile or km.profile
     steps = steps_from_log(path, km, cell, profile)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
@@ -398,5 +440,5 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
 
 
 __all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log",
-           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "READ_BY_KEY_MAP", "DEDICATED",
+           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "for_version", "READ_BY_KEY_MAP", "DEDICATED",
            "COMPARED"]
