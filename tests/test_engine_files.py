@@ -97,3 +97,40 @@ def test_the_docs_engine_tables_are_generated_from_the_engine_files():
             "run: .venv/bin/python -m suite.accounting.enginedocs"
     assert all(f"| `{p}` |" in profiles_markdown() for p in ENGINES if ENGINES[p].engine is not None)
     assert all(f"| `{e}` |" in engines_markdown() for e in ENGINE_FILES)
+
+
+def test_a_profile_whose_engine_runs_a_critic_is_refused_by_name_not_dropped():
+    from suite.accounting import work_from_means
+
+    assert ENGINES["verl-ppo"].critic and ENGINES["verl-ppo"].engine == "verl" and not ENGINES["verl"].critic
+    s = GRPOSettings(group_size=1, prompts_per_step=4)
+    assert work_from_means(100, 200, s, "verl")["update.train.tokens"] == 4 * 300
+    with pytest.raises(RaceError, match="engine profile 'verl-ppo' runs a PPO critic"):
+        work_from_means(100, 200, s, "verl-ppo")
+
+
+def test_a_log_entry_reads_renamed_keys_by_version_and_refuses_ambiguous_ones_without_one(tmp_path):
+    """An entry's `renames` and `refuse` (engine-v1): keys read as the log's engine version names
+    them; a key whose meaning changed is read only with the version given."""
+    import json
+
+    from suite.integrations.keymaps import KeyMap, for_version, import_metric_log
+    from suite.train.cell import cell_from_dict
+
+    km = KeyMap(name="acme", engine="acme", profile="generic", source={"repo": "a/b", "commit": "ab" * 20,
+                "files": ["x.py"]}, logger="acme logger", format="jsonl", step="step",
+                tokens={"prompt": "prompt_len", "completion": "gen_tokens"}, versions=">=0.2",
+                renames={"<0.3": {"gen_tokens": "gen_len"}}, refuse={"gen_tokens": "counted characters before 0.3"})
+    log = tmp_path / "m.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "prompt_len": 100, "gen_len": 200}) + "\n" for s in (1, 2)))
+    cell = cell_from_dict({"name": "x", "policy": "Qwen2.5-0.5B-Instruct", "reward": "sparse", "group_size": 2,
+                           "prompts_per_step": 2, "max_completion_tokens": 1024}, check_paths=False)
+    doc = import_metric_log(log, km, cell, tmp_path / "o", engine_version="0.2.5").doc
+    assert doc["totals"]["tokens"]["rollout_completion"] == 2 * 4 * 200 and doc["run"]["engine"]["version"] == "0.2.5"
+    assert for_version(km, "0.3.1").tokens["completion"] == "gen_tokens"          # the new name from 0.3
+    with pytest.raises(RaceError, match=r"key 'gen_tokens' of key map 'acme' is not in the log of acme 0\.3\.1"):
+        import_metric_log(log, km, cell, tmp_path / "o2", engine_version="0.3.1")
+    with pytest.raises(RaceError, match="key 'gen_tokens' is read only where the engine version is known: counted"):
+        import_metric_log(log, km, cell, tmp_path / "o3")
+    with pytest.raises(RaceError, match=r"reads logs of acme >=0\.2, not acme 0\.1"):
+        for_version(km, "0.1")

@@ -15,7 +15,7 @@ same. Logs are laid out as the engines' logging code writes them (repository @ c
   policy/ref/critic forwards; generate/* from generators/utils.py.
 - slime @ 624b824a, slime/observability/train_metric_utils.py log_perf_data: perf/<timer>_time
   for the timers run in that rollout (reset after each), log_probs only when actor.py computes it.
-- verl @ 3d9df733, verl/utils/tracking.py FileLogger: {"step": N, "data": {...}} per line.
+- verl @ b178a3cd, verl/utils/tracking.py FileLogger: {"step": N, "data": {...}} per line.
 """
 
 from __future__ import annotations

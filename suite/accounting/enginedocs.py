@@ -43,8 +43,8 @@ def engines_markdown() -> str:
 def profiles_markdown() -> str:
     """docs/accounting.md's table: one row per profile an engine file defines, its facts as data."""
     lines = ["| profile | engine | generation | padding | prefill | training LM head | LM head backward | "
-             "checkpoint recompute | old-policy pass | reference pass | layer-0 input grad | PEFT model in training |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "checkpoint recompute | old-policy pass | reference pass | layer-0 input grad | PEFT model in training | "
+             "PPO critic |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in sorted(ENGINE_FILES):
         for p in ENGINE_FILES[name].profiles:
             e = ENGINES[p]
@@ -57,7 +57,7 @@ def profiles_markdown() -> str:
                 f"{'recomputes logits' if e.lm_head_recompute else 'plain'} | "
                 f"{'early stop (non-reentrant)' if e.checkpoint_early_stop else 'full layer forward'} | "
                 f"{_OLD[e.old_policy]} | {_REF[e.reference]} | {_L0[e.layer0_grad]} | "
-                f"{'yes' if e.peft_training else 'no'} |")
+                f"{'yes' if e.peft_training else 'no'} | {'runs: refused by name (not priced)' if e.critic else '—'} |")
     return "\n".join(lines)
 
 

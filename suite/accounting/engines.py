@@ -183,8 +183,12 @@ def get_engine(name: str) -> EngineProfile:
 
 
 def engine_file(path) -> Any:
-    """Register an engine file (schemas/engine-v1.schema.json): its record and its profiles.
-    A plugin calls it from the module its `race.engines` entry point names. Returns the EngineFile."""
+    """Register an engine file (schemas/engine-v1.schema.json): its record, its profiles and its logs.
+    A plugin calls it from the module its `race.engines` entry point names.
+
+    Args: `path`, the engine file (a YAML file shipped beside the plugin's module). Returns the
+    EngineFile; RaceError naming the file for a schema problem or a name another engine has.
+    """
     rec = register_file(path)
     _add_file_profiles()
     return rec

@@ -12,7 +12,7 @@ on an unknown engine version are refused by name."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -63,6 +63,11 @@ class KeyMap:
         """How messages name the map: its name and file."""
         return f"key map '{self.name}'" + (f" ({self.path})" if self.path else "")
 
+    def read_keys(self) -> set[str]:
+        """Every log key the entry reads: step, token counts, sequences, seconds, timers."""
+        secs = [k for v in self.seconds.values() for k in ([v] if isinstance(v, str) else v)]
+        return {k for k in (self.step, *self.token_keys(), *secs, *self.timers.values()) if k}
+
     def token_keys(self) -> list[str]:
         """Every log key the token counts need."""
         out = []
@@ -90,13 +95,6 @@ class KeyMap:
             keys.add(self.sequences_key())
         return keys
 
-    def renamed(self, version: str | None) -> dict[str, str]:
-        """{old name: this map's name} for the engine version (empty when it is not known)."""
-        out: dict[str, str] = {}
-        for spec, names in self.renames.items():
-            if version and _in_range(version, spec):
-                out.update({old: new for new, old in names.items()})
-        return out
 
 
 def load_key_map(path: str | Path) -> KeyMap:
@@ -189,34 +187,47 @@ def key_map(name: str):
 # ---- reading ------------------------------------------------------------------------------------
 
 
-def _in_range(version: str, spec: str) -> bool:
-    """Whether engine `version` lies in the PEP 440 range `spec` (an unparsable version: no)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version) in SpecifierSet(spec)
-    except (InvalidVersion, InvalidSpecifier):
-        return False
-
-
 def reader_for(path: Path, km: KeyMap):
-    """The log reader for `path` under `km`: by suffix (.csv, .jsonl), by folder (TensorBoard
-    events, wandb run), else the map's own format."""
-    from .logformats import LOG_FORMATS, sniff
+    """The log reader for `path` under `km` (logformats.reader_for with the map's format)."""
+    from .logformats import reader_for as reader
 
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return LOG_FORMATS["csv"]
-    if suffix in (".jsonl", ".json") and km.format in ("jsonl", "csv"):
-        return LOG_FORMATS["jsonl"]
-    if path.is_dir() or "tfevents" in path.name:
-        r = sniff(path)
-        if r is None or r.name not in ("tensorboard", "wandb"):
-            raise RaceError(f"{path}: a folder with no TensorBoard event files and no wandb files/output.log",
-                            "pass the log file, the event files' folder or the wandb run folder")
-        return r
-    return LOG_FORMATS[km.format]
+    return reader(path, km.format)
+
+
+def for_version(km: KeyMap, version: str | None) -> KeyMap:
+    """The entry as a log of engine `version` (the import's --engine-version; None: not known)
+    names its keys: its `renames` for the ranges holding the version applied. RaceError when the
+    version is outside the entry's `versions`, or unknown while the entry reads a key whose meaning
+    changed between versions (`refuse`: the key and why, one line)."""
+    from ..accounting.enginefile import version_in
+
+    known = version not in (None, "", "unknown")
+    if known and km.versions and not version_in(version, km.versions):
+        raise RaceError(f"{km.where} reads logs of {km.engine} {km.versions}, not {km.engine} {version}",
+                        "pass the log's own engine version (--engine-version), or a key map for that version")
+    if not known:
+        for key, why in km.refuse.items():
+            if key in km.read_keys():
+                raise RaceError(f"{km.where}: key '{key}' is read only where the engine version is known: {why}",
+                                f"pass the {km.engine} version that wrote the log (--engine-version)")
+    ren = {new: old for rng, m in (km.renames.items() if known else ()) if version_in(version, rng)
+           for new, old in m.items()}
+    if not ren:
+        return replace(km, version=version) if known else km
+
+    def r(k):
+        return ren.get(k, k) if isinstance(k, str) else k
+
+    def spec(s):
+        if isinstance(s, str):
+            return r(s)
+        return {"total": r(s["total"])} if "total" in s else {"minus": [r(x) for x in s["minus"]]} if "minus" in s else s
+
+    return replace(km, step=r(km.step), tokens={p: spec(s) for p, s in km.tokens.items()},
+                   seconds={ph: r(v) if isinstance(v, str) else [r(x) for x in v] for ph, v in km.seconds.items()},
+                   sequences=r(km.sequences), kept=r(km.kept), metrics=tuple(r(k) for k in km.metrics),
+                   off_policy=None if km.off_policy is None else {w: r(k) for w, k in km.off_policy.items()},
+                   timers={p: r(k) for p, k in km.timers.items()}, version=version)
 
 
 def _rows(path: Path, km: KeyMap):
@@ -253,42 +264,30 @@ def refuse_critic(path: str | Path, km: KeyMap) -> None:
             return
 
 
-def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None = None) -> dict[int, dict[str, float]]:
+def read_metric_log(path: str | Path, km: KeyMap) -> dict[int, dict[str, float]]:
     """Step -> its numbers (rows of one step merged, later rows winning; only the keys the map
     uses are kept, so memory grows with steps, not with the log), steps with none of the map's
-    token keys left out (evaluation-only rows). RaceError (one line) when the file is missing, has
-    no training step, lacks a key the map names (naming key, file and engine version, and the
-    old name where the log has one), holds a critic's keys, or holds a key whose meaning
-    depends on an engine version that is not given."""
+    token keys left out (evaluation-only rows). `km` names keys as the log's engine version does
+    (`for_version`). RaceError (one line) when the file is missing, has no training step, lacks a
+    key the map names (naming key, file and engine version, and the old name where the log has
+    one), or holds a critic's keys."""
     path = Path(path)
     if not path.exists():
         raise RaceError(f"{km.engine} log {path} not found", f"{km.where}: {km.logger}")
     wanted = km.wanted()
-    renamed = km.renamed(engine_version)
     steps: dict[int, dict[str, float]] = {}
     seen: set[str] = set()
     for s, rec in _rows(path, km):
-        if renamed:
-            rec = {renamed.get(k, k): v for k, v in rec.items()}
         seen.update(k for k, v in rec.items() if v not in (None, ""))
         row = steps.setdefault(int(s), {})
         for k in wanted.intersection(rec):
             x = _number(rec[k])
             if x is not None:
                 row[k] = x
-    version = engine_version or "unknown"
     _refuse_critic(path, km, seen)
-    for k, why in km.refuse.items():
-        if k in seen and k in km.token_keys():
-            if engine_version is None:
-                raise RaceError(f"{path}: key '{k}' of {km.where} means different things in different {km.engine} "
-                                f"versions ({why}), and the engine version is not given",
-                                "pass --engine-version (the version that wrote the log)")
-            if km.versions and not _in_range(engine_version, km.versions):
-                raise RaceError(f"{path}: key '{k}' of {km.where} does not mean what the map reads in {km.engine} "
-                                f"{engine_version} ({why}); the map holds for {km.versions}",
-                                "import this version's log with another key map (or its console log)")
-    need = [k for k in km.token_keys() if k not in km.refuse or engine_version is not None]
+    known = km.version not in ("", "unknown")
+    at = f" of {km.engine} {km.version}" if known else f" ({km.engine} version unknown)"
+    need = list(km.token_keys())
     if km.step and reader_for(path, km).name in ("jsonl", "csv"):
         need = [km.step, *need]
     for k in need:
@@ -298,13 +297,13 @@ def read_metric_log(path: str | Path, km: KeyMap, *, engine_version: str | None 
             hint = (f"the log has '{olds[0]}', the name older {km.engine} versions used: pass --engine-version"
                     if olds else f"the engine may have renamed it: fix the key map, or pass one that matches "
                     f"(--key-map FILE); the log must come from: {km.logger}")
-            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log ({km.engine} version {version})", hint)
+            raise RaceError(f"{path}: key '{k}' of {km.where} is not in the log{at}", hint)
     for phase, keys in km.seconds.items():
         ks = [keys] if isinstance(keys, str) else keys
         if phase not in OPTIONAL_TIMERS and not any(k in seen for k in ks):
-            raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log "
-                            f"({km.engine} version {version})", "the engine may have renamed them: fix the key map's "
-                            "seconds, or pass --engine-version where the map knows the old names")
+            raise RaceError(f"{path}: none of the {phase} timers {', '.join(ks)} of {km.where} is in the log{at}",
+                            "the engine may have renamed them: fix the key map's seconds, or pass --engine-version "
+                            "where the map knows the old names")
     train = {s: r for s, r in steps.items() if any(k in r for k in km.token_keys())}
     if not train:
         raise RaceError(f"{path}: no training steps with the keys of {km.where}", km.logger)
@@ -373,13 +372,12 @@ def check_passes(path, km: KeyMap, rows: Mapping[int, Mapping[str, float]], cell
                     f"{'does not charge' if timed[p] else 'charges'} it for this run's settings", hint)
 
 
-def steps_from_log(path: str | Path, km: KeyMap, cell, profile: str | None = None, *,
-                   engine_version: str | None = None) -> list:
+def steps_from_log(path: str | Path, km: KeyMap, cell, profile: str | None = None) -> list:
     """The importer's Steps (suite.integrations.importers.Step) of a metric log under `km`, the
     passes the log times checked against `profile` (default the map's; `check_passes`)."""
     from .importers import Step
 
-    rows = read_metric_log(path, km, engine_version=engine_version)
+    rows = read_metric_log(path, km)
     check_passes(path, km, rows, cell, profile or km.profile)
     expected = cell.prompts_per_step * cell.group_size
     turns = float((cell.rollouts or {}).get("turns") or 1)
@@ -464,9 +462,9 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
     `engine_profile`, default the map's profile). Returns the ImportResult."""
     from .importers import import_steps
 
-    km = as_key_map(km)
+    km = for_version(as_key_map(km), engine_version)
     profile = engine_profile or km.profile
-    steps = steps_from_log(path, km, cell, profile, engine_version=engine_version)
+    steps = steps_from_log(path, km, cell, profile)
     lag = [s.metrics.get("off_policy/max") for s in steps if s.metrics.get("off_policy/max") is not None]
     if lag:
         mean = [s.metrics["off_policy/mean"] for s in steps if "off_policy/mean" in s.metrics]
@@ -495,5 +493,5 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
 
 
 __all__ = ["KEY_MAPS", "key_map", "KeyMap", "load_key_map", "read_metric_log", "steps_from_log", "import_metric_log",
-           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "READ_BY_KEY_MAP", "DEDICATED",
-           "COMPARED", "reader_for", "refuse_critic"]
+           "import_log", "log_entry", "known_formats", "from_entry", "as_key_map", "for_version", "READ_BY_KEY_MAP",
+           "DEDICATED", "COMPARED", "reader_for", "refuse_critic"]

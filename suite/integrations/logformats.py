@@ -387,6 +387,23 @@ def sniff(path: str | Path, *, consoles_only: bool = False) -> Reader | None:
     return None
 
 
+def reader_for(path: Path, fmt: str) -> Reader:
+    """The reader of `path` that a log entry of format `fmt` reads with: by suffix (.csv; .jsonl
+    for a JSON Lines or CSV entry), by folder (TensorBoard events, a wandb run), else `fmt`'s own."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return LOG_FORMATS["csv"]
+    if suffix in (".jsonl", ".json") and fmt in ("jsonl", "csv"):
+        return LOG_FORMATS["jsonl"]
+    if path.is_dir() or "tfevents" in path.name:
+        r = sniff(path)
+        if r is None or r.name not in ("tensorboard", "wandb"):
+            raise RaceError(f"{path}: a folder with no TensorBoard event files and no wandb files/output.log",
+                            "pass the log file, the event files' folder or the wandb run folder")
+        return r
+    return LOG_FORMATS[fmt]
+
+
 def _first(readers: list[Reader], head: bytes, path: Path) -> Reader | None:
     for r in readers:
         try:
@@ -412,5 +429,5 @@ def seen(path: str | Path) -> str:
     return _seen(Path(path))
 
 
-__all__ = ["LOG_FORMATS", "Reader", "Row", "log_format", "number", "read_head", "seen", "sniff", "text_lines",
+__all__ = ["LOG_FORMATS", "Reader", "Row", "log_format", "number", "read_head", "reader_for", "seen", "sniff", "text_lines",
            "wandb_summary"]
