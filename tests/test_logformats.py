@@ -281,3 +281,32 @@ def test_docs_import_table_commands_run(tmp_path, capsys):
             {"NeMo-RL": "nemo-rl", "SkyRL": "skyrl", "OpenRLHF": "openrlhf", "AReaL": "areal", "ROLL": "roll",
              "prime-rl": "prime-rl", "slime": "slime", "verl": "verl"}[engine.strip()], cmd
     capsys.readouterr()
+
+
+def test_a_reader_of_a_new_layout_registers_and_imports(tmp_path):
+    """docs/import.md: a function decorated with log_format is a reader that a key map's format
+    names and `race import auto` sniffs (a plugin registers it through `race.logformats`)."""
+    import re
+
+    from suite.integrations.logformats import log_format
+    from suite.integrations.keymaps import as_key_map
+
+    if "acme-console" not in LOG_FORMATS:
+        @log_format("acme-console", engine=None, description="acme's 'it N p=.. c=..' lines",
+                    source="a/acme @ 0123456: train.py", sniff=lambda head, path: head.startswith(b"ACME"))
+        def read_acme(path, **_):
+            for line in open(path, encoding="utf-8"):
+                m = re.match(r"it (\d+) p=([\d.]+) c=([\d.]+) t=([\d.]+)", line)
+                if m:
+                    yield int(m.group(1)), {"p": float(m.group(2)), "c": float(m.group(3)), "t": float(m.group(4))}
+
+    log = tmp_path / "acme.log"
+    log.write_text("ACME trainer\n" + "".join(f"it {s} p={p} c={c} t=9.5\n" for s, (p, c) in TRUTH.items()))
+    assert sniff(log).name == "acme-console"
+    km = as_key_map({"name": "acme", "engine": "acme", "profile": "generic", "logger": "acme's stdout",
+                     "source": {"repo": "a/acme", "commit": "0123456789abcdef0123456789abcdef01234567",
+                                "files": ["train.py"]},
+                     "format": "acme-console", "step": "it", "tokens": {"prompt": "p", "completion": "c"},
+                     "seconds": {"rollout": ["t"]}})
+    res = import_metric_log(log, km, cell_from_dict(CELL, check_paths=False), tmp_path / "o")
+    assert res.doc["totals"]["tokens"]["rollout_completion"] == N * sum(c for _, c in TRUTH.values())
