@@ -310,3 +310,16 @@ def test_a_reader_of_a_new_layout_registers_and_imports(tmp_path):
                      "seconds": {"rollout": ["t"]}})
     res = import_metric_log(log, km, cell_from_dict(CELL, check_paths=False), tmp_path / "o")
     assert res.doc["totals"]["tokens"]["rollout_completion"] == N * sum(c for _, c in TRUTH.values())
+
+
+@needs_tb
+def test_tensorboard_steps_counted_from_zero_are_numbered_from_one(tmp_path):
+    """AReaL's StatsLogger writes summary_writer.add_scalar(key, val, log_step) with log_step =
+    global_step from 0 (areal/utils/stats_logger.py @ 4aef98d8)."""
+    rows = {s - 1: {"ppo_actor/prompt_len/avg": p, "ppo_actor/seq_len/avg": p + c, "timeperf/rollout": 24.0,
+                    "timeperf/recompute_logp": 2.0, "timeperf/train_step": 10.0} for s, (p, c) in TRUTH.items()}
+    folder = W.tensorboard(tmp_path / "areal-tb", rows)
+    doc, ledger = _import(tmp_path, "areal", folder)
+    assert validate_report(doc) == [] and [r["step"] for r in ledger] == [1, 2, 3]
+    assert [r["metrics"]["log/step"] for r in ledger] == [0, 1, 2]
+    assert [r["tokens"]["rollout_completion"] for r in ledger] == [N * c for _, c in TRUTH.values()]

@@ -478,13 +478,11 @@ def import_metric_log(path: str | Path, km: KeyMap, cell, out: str | Path, *, en
     fields = sorted({*([km.step] if reader in ("jsonl", "csv") else []), *km.token_keys()})
     source = {"engine": km.name, "file": Path(path).name, "fields": fields}
     declared = None
-    if steps[0].step > 1:   # a resumed attempt, or a log that kept only its tail: it prices what it holds
-        from dataclasses import replace
-
+    if steps[0].step != 1:  # counted from 0 (AReaL's TensorBoard), a resumed attempt, or a log's tail only
         first, last = steps[0].step, steps[-1].step
-        notes += (f" The log holds the engine's steps {first}-{last} only (a resumed run or a truncated log): the "
-                  f"report covers those {len(steps)} steps, numbered from 1 (ledger step = engine step - "
-                  f"{first - 1}; each record keeps the engine's as metrics['log/step']).")
+        notes += (f" The log numbers its steps {first}-{last}" + (" (from 0)" if first == 0 else
+                  " only (a resumed run or a truncated log)") + f": the report covers those {len(steps)} steps, "
+                  f"numbered from 1 (each record keeps the engine's number as metrics['log/step']).")
         steps = [replace(s, step=s.step - first + 1, metrics={**s.metrics, "log/step": s.step}) for s in steps]
         declared = steps[-1].step
     return import_steps(steps, cell, out, engine=km.engine, engine_version=engine_version or km.version,
