@@ -235,7 +235,7 @@ def read_slime_console(path: Path, **_: Any) -> Iterator[Row]:
 # ---- OpenRLHF --------------------------------------------------------------------------------------
 
 _OPENRLHF = re.compile(r"Global step (\d+): (\{.*\})\s*$")
-OPENRLHF_SOURCE = ("OpenRLHF/OpenRLHF 0.11.2 (wheel): openrlhf/trainer/ppo_trainer.py "
+OPENRLHF_SOURCE = ("OpenRLHF/OpenRLHF @ 3c3be623 and 0.11.2 (wheel): openrlhf/trainer/ppo_trainer.py "
                    "(logger.info(f'✨ Global step {global_step}: {log_status}'), timing/generation, "
                    "timing/make_experience, timing/ppo_train, timing/broadcast, timing/step_total = their sum) and "
                    "openrlhf/utils/logging_utils.py (format '%(levelname)s %(asctime)s %(filename)s:%(lineno)d] ...')")

@@ -7,7 +7,7 @@ recognise a file from its first bytes.
 Every reader streams: lines are read in blocks and split on newline and carriage return (tqdm
 redraws its bar with a bare \\r, so a bar-only "line" can be as long as the run), ANSI colour
 codes and Ray's `(Actor pid=N)` prefixes are stripped, and only the current step's record is kept.
-Memory is bounded by one record, not by the file (benchmarks/bench_logformats.py measures it).
+Memory is bounded by one record, not by the file (benchmarks/test_logformats_bench.py measures it).
 
 The engines' console readers are in suite.integrations.consoles; each layout was read from the
 engine's own logging code, and the citation (repository @ commit: file) is the reader's `source`. Values are what the line says: a number becomes a float,
