@@ -99,14 +99,26 @@ def test_the_docs_engine_tables_are_generated_from_the_engine_files():
     assert all(f"| `{e}` |" in engines_markdown() for e in ENGINE_FILES)
 
 
-def test_a_profile_whose_engine_runs_a_critic_is_refused_by_name_not_dropped():
-    from suite.accounting import work_from_means
+def test_a_profile_whose_engine_runs_a_critic_is_refused_by_name_not_dropped(tmp_path):
+    """`critic: true` (a PPO critic: values forward and critic update) is work the suite does not
+    price: building work for such a profile is refused naming it, never priced without the critic.
+    No shipped profile runs one (every registered profile prices); a plugin's file may declare one,
+    registered here in a subprocess so that this session's registry stays the shipped one."""
+    import subprocess
+    import sys
 
-    assert ENGINES["verl-ppo"].critic and ENGINES["verl-ppo"].engine == "verl" and not ENGINES["verl"].critic
-    s = GRPOSettings(group_size=1, prompts_per_step=4)
-    assert work_from_means(100, 200, s, "verl")["update.train.tokens"] == 4 * 300
-    with pytest.raises(RaceError, match="engine profile 'verl-ppo' runs a PPO critic"):
-        work_from_means(100, 200, s, "verl-ppo")
+    assert not any(ENGINES[p].critic for p in ENGINES)
+    f = _write(tmp_path, GOOD.replace("name: acme", "name: acme-ppo").replace("  acme:\n", "  acme-ppo:\n")
+               .replace("prefill_per_completion: false", "critic: true"))
+    code = ("import sys; from suite import engine_file; from suite.accounting import ENGINES, GRPOSettings, "
+            "work_from_means; from suite.errors import RaceError\n"
+            f"engine_file({str(f)!r}); s = GRPOSettings(group_size=1, prompts_per_step=4)\n"
+            "assert work_from_means(100, 200, s, 'verl')['update.train.tokens'] == 1200\n"
+            "assert ENGINES['acme-ppo'].critic and ENGINES['acme-ppo'].engine == 'acme-ppo'\n"
+            "try:\n    work_from_means(100, 200, s, 'acme-ppo')\nexcept RaceError as e:\n    print(e.message)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("engine profile 'acme-ppo' runs a PPO critic"), r.stdout
 
 
 def test_a_log_entry_reads_renamed_keys_by_version_and_refuses_ambiguous_ones_without_one(tmp_path):
