@@ -323,3 +323,16 @@ def test_tensorboard_steps_counted_from_zero_are_numbered_from_one(tmp_path):
     assert validate_report(doc) == [] and [r["step"] for r in ledger] == [1, 2, 3]
     assert [r["metrics"]["log/step"] for r in ledger] == [0, 1, 2]
     assert [r["tokens"]["rollout_completion"] for r in ledger] == [N * c for _, c in TRUTH.values()]
+
+
+def test_auto_names_the_engine_of_exported_histories_by_their_keys(tmp_path):
+    """JSON Lines and CSV carry no engine's mark: `auto` compares their keys with every log
+    entry's (the exports of tests/test_keymaps.py, as each engine's logging code names them)."""
+    import test_keymaps as K
+
+    from suite.integrations.choose import choose
+
+    truth = {s: (p, c, 60.0) for s, (p, c, _) in K.TRUTH.items()}
+    for name, write in sorted(K.WRITERS.items()):
+        (tmp_path / name).mkdir()
+        assert choose("auto", write(tmp_path / name, truth)).name == name
