@@ -91,6 +91,7 @@ API: dict[str, dict[str, str]] = {
     "extend": {       # what plugins register (docs/plugins.md)
         "EngineProfile": "suite.accounting.engines",
         "engine": "suite.accounting.engines",
+        "engine_file": "suite.accounting.engines",
         "RewardSystem": "suite.train.rewards",
         "reward_system": "suite.train.rewards",
         "rule": "suite.validate",

@@ -1,23 +1,44 @@
 """Engine profiles: which passes an engine runs per GRPO step, and over which positions
 (padding, prefix sharing, which log-prob passes, how the LM head and checkpointing behave).
 Work is built for one profile (`suite.accounting.work`) and priced under the same one
-(`suite.accounting.pricing`). Register a new profile with `@engine(name)`, or from another
-package through the `race.engines` entry point group."""
+(`suite.accounting.pricing`).
+
+Profiles are data: each engine is one file, tasks/engines/NAME.yaml (schemas/engine-v1.schema.json,
+loaded by `suite.accounting.enginefile`), whose `profiles` become EngineProfile instances here.
+Other packages add engine files (`engine_file(path)`) or, as before, Python profiles
+(`@engine(name)` on an EngineProfile subclass) through the `race.engines` entry point group."""
 
 from __future__ import annotations
+
+from typing import Any, Mapping
 
 from ..errors import RaceError
 from ..registry import Registry
 from .adapter import Adapter
+from .enginefile import DATA_FIELDS, ENGINE_FILES, profile_fields, register_file
 from .settings import GRPOSettings
+
+OLD_POLICY = ("always", "mu_gt_1", "misaligned", "never")
+"""When the old-policy log-prob forward runs: every generation; when mu > 1; when TRL's schedule is
+misaligned (gradient_accumulation_steps % (steps_per_generation x mu) != 0); never (the loss takes
+the rollout's log-probs, or those of the first training forward)."""
+REFERENCE = ("beta", "never", "always")
+"""When the reference log-prob forward runs: iff beta != 0 (KL in the loss or the reward); never; always."""
+LAYER0 = ("always", "full_or_checkpointing")
+"""Whether decoder layer 0's input requires grad: always; for full fine-tuning or with checkpointing."""
 
 
 class EngineProfile:
-    """Which passes an engine runs per GRPO step, and over which positions. Subclass and
-    register with @engine(name); override the attributes and methods that differ."""
+    """Which passes an engine runs per GRPO step, and over which positions. Built from an engine
+    file's profile (`from_data`), or subclassed and registered with @engine(name) (a plugin's
+    Python profile: override the attributes and methods that differ)."""
 
     name: str = "?"
     description: str = ""
+    engine: str | None = None
+    """The engine whose file owns the profile (WORK-008); None for a Python profile (its name says)."""
+    versions: str | None = None
+    """The engine versions (PEP 440 range) the profile's facts hold for, where its file says."""
     padded: bool = False
     """Generation and training batches are padded to their longest prompt and completion;
     finished sequences keep decoding until the longest one ends."""
@@ -43,6 +64,29 @@ class EngineProfile:
     """Training passes run the PEFT model: an expert LoRA (peft ParamWrapper) is folded into the
     expert weights once per forward call, and its gradient flows through the folded weights.
     False: the LoRA branch per routed token (useful work)."""
+    old_policy: str = "mu_gt_1"
+    """When the no-grad old-policy log-prob forward runs (one of OLD_POLICY)."""
+    reference: str = "beta"
+    """When the reference model's log-prob forward runs (one of REFERENCE)."""
+    layer0_grad: str = "full_or_checkpointing"
+    """Whether layer 0's input requires grad (one of LAYER0; the file's `layer0_input_grad`)."""
+    critic: bool = False
+    """A PPO critic runs (values forward, critic update): work the suite does not price."""
+    any_engine: bool = False
+    """Any engine may declare the profile (generic: engines without profiles of their own, and
+    estimates); an engine's own profiles are declared by that engine only (WORK-008)."""
+
+    @classmethod
+    def from_data(cls, name: str, fields: Mapping[str, Any], *, engine: str | None = None) -> "EngineProfile":
+        """A profile from an engine file's (already resolved) profile fields."""
+        prof = cls()
+        prof.name, prof.engine = name, engine
+        prof.description = str(fields.get("description", ""))
+        prof.versions = fields.get("versions")
+        for key in DATA_FIELDS:
+            if key in fields:
+                setattr(prof, "layer0_grad" if key == "layer0_input_grad" else key, fields[key])
+        return prof
 
     @property
     def rollout_is_padded(self) -> bool:
@@ -56,17 +100,24 @@ class EngineProfile:
 
     def old_policy_pass(self, s: GRPOSettings) -> bool:
         """Whether a no-grad log-prob forward of the current policy runs once per generation."""
+        if self.old_policy in ("always", "never"):
+            return self.old_policy == "always"
+        if self.old_policy == "misaligned":
+            # TRL grpo_trainer._generate_and_score_completions: generation misaligned with optimizer steps
+            spg = s.steps_per_generation or s.gradient_accumulation_steps
+            return s.gradient_accumulation_steps % (spg * s.num_iterations) != 0
         return s.num_iterations > 1
 
     def reference_pass(self, s: GRPOSettings) -> bool:
         """Whether the reference model's log-prob forward runs once per generation."""
-        return s.beta != 0
+        return {"always": True, "never": False}.get(self.reference, s.beta != 0)
 
     def layer0_input_grad(self, adapter: Adapter, s: GRPOSettings) -> bool:
         """Whether the input of decoder layer 0 requires grad (adds its activation gradients).
         Full fine-tuning: yes (embeddings train). LoRA: PEFT + gradient checkpointing calls
-        enable_input_require_grads, so yes exactly when checkpointing."""
-        return adapter.kind == "full" or s.gradient_checkpointing
+        enable_input_require_grads, so yes exactly when checkpointing; 'always' where the engine
+        calls it for every LoRA model (verl's FSDP workers)."""
+        return self.layer0_grad == "always" or adapter.kind == "full" or s.gradient_checkpointing
 
     def describe(self) -> dict:
         """The profile's facts, for docs and reports."""
@@ -76,9 +127,35 @@ class EngineProfile:
                 "checkpoint_early_stop": self.checkpoint_early_stop, "hf_rollout": self.hf_rollout,
                 "peft_training": self.peft_training}
 
+    def passes(self) -> dict:
+        """Which log-prob passes run and when, as the engine file says them (old_policy,
+        reference, layer0_input_grad, critic)."""
+        return {"old_policy": self.old_policy, "reference": self.reference, "layer0_input_grad": self.layer0_grad,
+                "critic": self.critic}
 
-ENGINES: Registry[EngineProfile] = Registry("engine profile", group="race.engines")
-"""Engine profiles by name; other packages add theirs through the `race.engines` entry points."""
+
+_FROM_FILES: set[str] = set()     # the profiles built from engine files (the rest: Python plugins')
+
+
+def _add_file_profiles() -> None:
+    """Build the profiles of every registered engine file not built yet into ENGINES."""
+    for rec in list(ENGINE_FILES.values()):     # loads the shipped files, then the plugins' (race.engines)
+        for p in rec.profiles:
+            if p in _FROM_FILES:
+                continue
+            if p in ENGINES._items:
+                raise RaceError(f"{rec.where}: profile {p!r} is already a registered Python profile",
+                                "give the profile a name of its own")
+            ENGINES.add(p, EngineProfile.from_data(p, profile_fields(p), engine=rec.name))
+            _FROM_FILES.add(p)
+
+
+def _load() -> None:
+    _add_file_profiles()
+
+
+ENGINES: Registry[EngineProfile] = Registry("engine profile", loader=_load, group="race.engines")
+"""Engine profiles by name: the engine files' (tasks/engines/*.yaml), then plugins'."""
 
 
 def engine(name: str):
@@ -97,127 +174,6 @@ def engine(name: str):
     return register
 
 
-@engine("trl")
-class TRLProfile(EngineProfile):
-    """TRL 1.16 GRPOTrainer, transformers generate (no vLLM), on a CUDA/XPU device."""
-
-    description = ("TRL 1.16 GRPOTrainer with transformers generate on CUDA: prompts repeated K times, "
-                   "left-padded; finished rows keep decoding; one padded batch per generation; fused LM head "
-                   "over scored completion tokens, recomputed in the backward")
-    padded = True
-    prefill_per_completion = True
-    lm_head_train = "completion"  # Triton path of trl's fused LM head: only labels != -100
-    lm_head_recompute = True
-    checkpoint_early_stop = True  # transformers 5 checkpoints with use_reentrant=False
-    hf_rollout = True
-    peft_training = True
-
-    def old_policy_pass(self, s: GRPOSettings) -> bool:
-        # grpo_trainer._generate_and_score_completions: runs when generation is misaligned with
-        # optimizer steps, i.e. gradient_accumulation_steps % (steps_per_generation * mu) != 0.
-        spg = s.steps_per_generation or s.gradient_accumulation_steps
-        return s.gradient_accumulation_steps % (spg * s.num_iterations) != 0
-
-
-@engine("trl-cpu")
-class TRLCPUProfile(TRLProfile):
-    """TRL 1.16 where Triton is unavailable (CPU): the fused LM head scores every position."""
-
-    description = ("TRL 1.16 GRPOTrainer on a device without Triton (CPU): as 'trl', but the fused LM head "
-                   "projects every position of the padded row (prompt included)")
-    lm_head_train = "all"
-
-
-@engine("trl-vllm")
-class TRLVLLMProfile(TRLProfile):
-    """TRL 1.16 GRPOTrainer with use_vllm=True (vllm_mode server or colocate) and TRL's default
-    vllm_importance_sampling_correction=True: vLLM generates, TRL trains as in 'trl', and the
-    old-policy log-prob forward runs every generation (the importance-sampling ratio needs it)."""
-
-    description = ("TRL 1.16 GRPOTrainer with vLLM generation (server or colocate): vLLM's prefix caching (on by "
-                   "default) shares one prompt prefill among the K completions of a prompt, each completion decodes "
-                   "its own tokens and logits are computed only at sampled positions; training as 'trl', plus the "
-                   "old-policy log-prob forward every generation (vllm_importance_sampling_correction, on by default)")
-    rollout_padded = False
-    prefill_per_completion = False
-    hf_rollout = False
-
-    def old_policy_pass(self, s: GRPOSettings) -> bool:
-        # grpo_trainer._generate_and_score_completions: "When using vLLM, we always compute
-        # old_per_token_logps for importance sampling" (use_vllm and vllm_importance_sampling_correction)
-        return True
-
-
-@engine("trl-vllm-no-is")
-class TRLVLLMNoISProfile(TRLVLLMProfile):
-    """'trl-vllm' with vllm_importance_sampling_correction=False: the old-policy forward runs only
-    when generation is misaligned with optimizer steps, as in 'trl'."""
-
-    description = ("TRL 1.16 GRPOTrainer with vLLM generation and vllm_importance_sampling_correction=False: as "
-                   "'trl-vllm', but the old-policy log-prob forward runs only when gradient_accumulation_steps is not "
-                   "a multiple of steps_per_generation x mu (as 'trl')")
-
-    old_policy_pass = TRLProfile.old_policy_pass
-
-
-@engine("generic")
-class GenericProfile(EngineProfile):
-    """Useful work only: no padding, LM head on completion tokens; for hand-filled reports."""
-
-    description = ("useful work of an ideal engine: no padding, each completion prefills its prompt and decodes "
-                   "its own tokens; log-prob passes project completion tokens only; old-policy pass when mu > 1")
-
-
-@engine("verl")
-class VerlProfile(EngineProfile):
-    """verl 0.9 main_ppo (FSDP actor, remove-padding on, vLLM rollout), as `race import verl`
-    and `race export verl` configure it."""
-
-    description = ("verl 0.9 main_ppo with use_remove_padding: no padding; vLLM rollout with prefix caching "
-                   "(rollout.enable_prefix_caching, on by default) shares one prompt prefill among the K completions; "
-                   "log-prob passes project every position (logits over the unpadded sequence); the old-policy "
-                   "log-prob forward runs every step (rollout_correction.bypass_mode off)")
-    prefill_per_completion = False  # verl/trainer/config/rollout/rollout.yaml: enable_prefix_caching: True
-    lm_head_train = "all"
-    # fsdp_workers: gradient_checkpointing_enable(use_reentrant=False) -> torch's early stop
-    checkpoint_early_stop = True
-    peft_training = True  # the FSDP actor wraps the HF model with peft
-
-    def old_policy_pass(self, s: GRPOSettings) -> bool:
-        return True  # ray_trainer recomputes old_log_probs each step unless bypass_mode
-
-    def layer0_input_grad(self, adapter: Adapter, s: GRPOSettings) -> bool:
-        return True  # fsdp_workers calls enable_input_require_grads() for every LoRA actor
-
-
-@engine("nemo-rl")
-class NemoRLProfile(EngineProfile):
-    """NeMo-RL GRPO (Megatron policy with packed sequences, vLLM generation with prefix caching),
-    as `race import mlperf` reads its MLPerf logs. grpo.py computes the previous-policy log-probs
-    (prev_logprobs) every step before training."""
-
-    description = ("NeMo-RL GRPO with the Megatron policy: packed sequences (no padding); vLLM generation with "
-                   "prefix caching (one prompt prefill per group); log-prob passes project every position; the "
-                   "previous-policy log-prob forward runs every step")
-    prefill_per_completion = False
-    lm_head_train = "all"
-
-    def old_policy_pass(self, s: GRPOSettings) -> bool:
-        return True
-
-
-@engine("nemo-rl-on-policy")
-class NemoRLOnPolicyProfile(NemoRLProfile):
-    """NeMo-RL GRPO with loss_fn.force_on_policy_ratio: true (MLPerf Training 6.1's
-    qwen35_397b_grpo): grpo.py skips the prev_logprobs forward, the ratio is taken as 1."""
-
-    description = ("NeMo-RL GRPO as 'nemo-rl', with force_on_policy_ratio: the previous-policy log-prob forward is "
-                   "skipped (it runs only when mu > 1)")
-
-    def old_policy_pass(self, s: GRPOSettings) -> bool:
-        return s.num_iterations > 1
-
-
 def get_engine(name: str) -> EngineProfile:
     """The registered profile `name`, or RaceError listing the known ones."""
     try:
@@ -226,4 +182,16 @@ def get_engine(name: str) -> EngineProfile:
         raise RaceError(f"unknown engine profile '{name}'", f"known profiles: {', '.join(sorted(ENGINES))}")
 
 
-__all__ = ["EngineProfile", "ENGINES", "engine", "get_engine"]
+def engine_file(path) -> Any:
+    """Register an engine file (schemas/engine-v1.schema.json): its record, its profiles and its logs.
+    A plugin calls it from the module its `race.engines` entry point names.
+
+    Args: `path`, the engine file (a YAML file shipped beside the plugin's module). Returns the
+    EngineFile; RaceError naming the file for a schema problem or a name another engine has.
+    """
+    rec = register_file(path)
+    _add_file_profiles()
+    return rec
+
+
+__all__ = ["EngineProfile", "ENGINES", "engine", "get_engine", "engine_file"]

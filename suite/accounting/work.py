@@ -74,6 +74,16 @@ def reward_tokens_bound(prompt_tokens, completion_tokens):
     return 2 * reward_tokens_of(prompt_tokens, completion_tokens)
 
 
+def _priceable(prof: EngineProfile) -> EngineProfile:
+    """The profile, unless its engine runs work the suite does not price (a PPO critic's values
+    forward and update): refused by name rather than dropped."""
+    if prof.critic:
+        raise RaceError(f"engine profile {prof.name!r} runs a PPO critic (a values forward and a critic update every "
+                        "step), which the suite does not price", "price a critic-free (GRPO) run, or leave the critic "
+                        "out of the report by name: it is not GRPO work")
+    return prof
+
+
 def _check_lengths(values: Sequence, what: str, minimum: int = 1, integral: bool = True,
                    scalar: bool = False) -> list:
     if integral and values and set(map(type, values)) == {int} and min(values) >= minimum \
@@ -339,7 +349,7 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
 
     Returns the work (a Work: statistic name -> integer, built for `engine`).
     """
-    prof = get_engine(engine)
+    prof = _priceable(get_engine(engine))
     comps = _check_lengths(list(completion_lengths), "completion_lengths")
     prompts = _check_lengths(list(prompt_lengths), "prompt_lengths")
     if not comps:
@@ -392,7 +402,7 @@ def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GR
     settings: the GRPO settings; engine: the profile the work is built for. Returns the work (a
     Work built for `engine`).
     """
-    prof = get_engine(engine)
+    prof = _priceable(get_engine(engine))
     (p,) = _check_lengths([prompt_tokens], "prompt_tokens", integral=False, scalar=True)
     (c,) = _check_lengths([completion_tokens], "completion_tokens", integral=False, scalar=True)
     e = _check_env(environment_tokens, turns, c)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import RaceError
-from ..record import schemas
+from ..record import runspec, schemas
 
 #: Default relative width of an IsoFLOP band: cells of budget B land in [0.75 B, B].
 DEFAULT_BAND = 0.25
@@ -104,8 +104,8 @@ class Grid:
     raise_budgets: float = 1.0
     """Largest factor the planner may raise a budget by so that every cell can reach its band
     (`fit`); 1.0: never raise, refuse the grid instead."""
-    engine_profile: str = "trl-cpu"
-    """Accounting profile the plan assumes (the run picks trl-cpu on CPU, trl on CUDA)."""
+    engine_profile: str = runspec.OWN_CPU_PROFILE
+    """Accounting profile the plan assumes (the suite's own runs' CPU profile; suite.train picks by device)."""
     base: str | None = None
     """Folder relative paths are resolved against (the grid file's folder)."""
     source: str | None = None
@@ -221,7 +221,7 @@ def grid_from_dict(d: Any, *, name: str | None = None, base: str | os.PathLike |
         judge = _path(str(judge), base, where, "eval.judge")
     from ..accounting import get_engine
 
-    profile = str(d.get("engine_profile", "trl-cpu"))
+    profile = str(d.get("engine_profile", runspec.OWN_CPU_PROFILE))
     get_engine(profile)
     return Grid(name=str(d.get("name") or name or "grid"), description=str(d.get("description") or ""),
                 cell=canonical_fields(d.get("cell") or {}, f"{where}: cell"), models={str(k): str(v) for k, v in d["models"].items()},
@@ -430,7 +430,7 @@ def fit(g: Grid, cells: Sequence[GridCell], stats: Mapping[tuple[str, str], Prom
 
 
 def plan(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], PromptStats], *,
-         engine: str = "trl-cpu") -> list[PlannedCell]:
+         engine: str = runspec.OWN_CPU_PROFILE) -> list[PlannedCell]:
     """What each cell's budget buys, from suite.accounting alone (pure; no model is loaded).
     Raises RaceError naming every cell that cannot be guaranteed to land in its band."""
     planned, misses = [], []

@@ -103,16 +103,9 @@ def _need(entry: Mapping, key: str, needed: Mapping[str, str], where: str, engin
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:    # strict: a duplicate key, NaN, a 5,000-digit number or deep nesting is refused, not guessed
-                yield n, jsonstrict.loads(raw, allow_nan=True)
-            except jsonstrict.JSONInputError as e:
-                if e.kind == "syntax" and not raw.endswith(b"\n"):  # torn last line of a killed run: stop there
-                    return
-                raise RaceError(f"{path}:{n}: not JSON ({e.message})", "verl's file logger writes one JSON object a line")
+    from .logformats import jsonl_records    # the one JSON Lines reader (torn last line, strict parsing)
+
+    return jsonl_records(path, hint="verl's file logger writes one JSON object a line")
 
 
 def read_verl_log(path: str | Path) -> list[Step]:

@@ -25,6 +25,11 @@ from ..errors import RaceError
 if TYPE_CHECKING:
     from ..train.cell import CellSpec
 
+ENGINE = "verl"
+"""The engine this module exports cells to (`race export ENGINE CELL`; tasks/engines/verl.yaml)."""
+ENTRY = "python3 -m verl.trainer.main_ppo"
+"""The command the export launches."""
+
 VERL_VERSION = "0.9.1"
 """The verl release whose config and metric names this module follows."""
 

@@ -30,11 +30,20 @@ class RewardSpec:
     model: str | None = None
 
 
+OWN_ENGINE = "trl"
+"""The engine the suite's own runs train with (suite.train drives TRL's GRPOTrainer); the default
+engine of a run description and a run spec. Every other engine name lives in tasks/engines/."""
+OWN_PROFILE = "trl"
+"""The accounting profile of the suite's own runs on a CUDA device (suite.train picks by device)."""
+OWN_CPU_PROFILE = "trl-cpu"
+"""The profile of the suite's own runs on a CPU (the pilot grids and studies run here)."""
+
+
 @dataclass(frozen=True)
 class EngineSpec:
     """The training engine that ran the steps (name and version)."""
 
-    name: str = "trl"
+    name: str = OWN_ENGINE
     version: str = "unknown"
 
 
@@ -99,7 +108,7 @@ class RunSpec:
     grpo: "GRPOSettings"
     reward: RewardSpec
     engine: EngineSpec = EngineSpec()
-    engine_profile: str = "trl"  # accounting engine profile (suite.accounting.ENGINES)
+    engine_profile: str = OWN_PROFILE  # accounting engine profile (suite.accounting.ENGINES)
     attention: str = "causal"  # attention FLOP convention: causal | full
     budget: Budget = Budget()
     label: str = ""
@@ -152,7 +161,7 @@ def _run_spec_from_dict(d: Mapping[str, Any], base: Path | None = None) -> RunSp
         raise RaceError(f"run spec: reward kind {reward.kind!r} " + ("needs a model" if reward.model is None else "takes no model"),
                         "rule rewards have model: null; orm/prm/judge name their model")
     en = {"name": d["engine"]} if isinstance(d.get("engine"), str) else d.get("engine") or {}
-    name = str(en.get("name", "trl"))
+    name = str(en.get("name", OWN_ENGINE))
     engine = EngineSpec(name=name, version=str(en.get("version") or installed_version(name)))
     acc = d.get("accounting") or {}
     bd = d.get("budget") if isinstance(d.get("budget"), Mapping) else {"flops": d.get("budget")}
@@ -160,7 +169,7 @@ def _run_spec_from_dict(d: Mapping[str, Any], base: Path | None = None) -> RunSp
     if isinstance(band, Mapping):
         band = (band["low"], band["high"])
     return RunSpec(policy=d["policy"], adapter=adapter, grpo=grpo, reward=reward, engine=engine,
-                   engine_profile=str(acc.get("engine_profile", "trl")), attention=acc.get("attention", "causal"),
+                   engine_profile=str(acc.get("engine_profile", OWN_PROFILE)), attention=acc.get("attention", "causal"),
                    budget=Budget(flops=None if bd.get("flops") is None else int(bd["flops"]),
                                  band=None if band is None else (int(band[0]), int(band[1]))),
                    label=str(d.get("label") or ""), seed=d.get("seed"), id=None if d.get("id") is None else str(d["id"]),
@@ -227,4 +236,4 @@ def load_run_spec(path: str | os.PathLike) -> RunSpec:
 
 
 __all__ = ["RewardSpec", "EngineSpec", "Budget", "Hardware", "RunSpec", "load_run_spec", "read_yaml", "is_run_spec",
-           "installed_version", "beside"]
+           "installed_version", "beside", "OWN_ENGINE", "OWN_PROFILE", "OWN_CPU_PROFILE"]

@@ -72,7 +72,7 @@ STUDY = "study-v1.schema.json"
 FINDINGS = "findings-v1.schema.json"
 """The findings of a study (findings.json)."""
 KEYMAP = "keymap-v1.schema.json"
-"""An importer key map (tasks/engines/*.yaml)."""
+"""A user's own importer key map (`race import map LOG --key-map FILE`); the shipped maps are the `logs` entries of the engine files (engine-v1)."""
 CURVES = "curves-v1.schema.json"
 """Compute-performance curves per allocation (curves.json, `race curves`)."""
 

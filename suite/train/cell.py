@@ -208,11 +208,14 @@ class CellSpec:
         """record.runspec.RunSpec of this cell: policy, adapter, GRPO settings, reward, engine,
         accounting convention, budget, identity, declared steps, hardware. `engine_profile`
         overrides the cell's `engine.profile` (race run picks it from the device)."""
-        from ..accounting import ENGINES
-        from ..record.runspec import Budget, EngineSpec, Hardware, RunSpec, installed_version
+        from ..accounting.enginefile import ENGINE_FILES, canonical_engine
+        from ..record.runspec import OWN_ENGINE, Budget, EngineSpec, Hardware, RunSpec, installed_version
 
-        name = str(self.engine.get("name") or "trl")
-        profile = engine_profile or self.engine.get("profile") or (name if name in ENGINES else "generic")
+        name = str(self.engine.get("name") or OWN_ENGINE)    # the suite's own runs train with TRL
+        canon = canonical_engine(name)                    # 'TRL', 'huggingface-trl': engine trl
+        own = ENGINE_FILES[canon].profiles if canon is not None else ()
+        # default: the engine's first profile (its file's main one); engines without one: useful work only
+        profile = engine_profile or self.engine.get("profile") or (own[0] if own else "generic")
         return RunSpec(policy=self.policy, adapter=self.adapter(), grpo=self.settings(), reward=self.reward_spec(),
                        engine=EngineSpec(name=name, version=str(self.engine.get("version") or installed_version(name))),
                        engine_profile=str(profile), attention=self.attention, budget=Budget(flops=self.budget_flops),

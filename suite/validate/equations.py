@@ -718,43 +718,66 @@ def priced_means(doc, means: dict, settings, where: str = "$.provenance.means"):
 
 
 def profile_engine(profile: str) -> str:
-    """The engine a profile is named for: the shortest registered profile name it is, or
-    extends with "-..." (trl-vllm -> trl, nemo-rl-on-policy -> nemo-rl); itself otherwise."""
+    """The engine a profile models: the engine whose file owns it (tasks/engines/*.yaml `profiles`);
+    for a plugin's Python profile, the shortest registered profile name it is or extends with
+    "-..." (acme-fast -> acme); itself otherwise."""
     from ..accounting import ENGINES
+    from ..accounting.enginefile import profile_owner
 
-    owners = [p for p in ENGINES if profile == p or profile.startswith(p + "-")]
+    owner = profile_owner(profile)
+    if owner is not None:
+        return owner
+    owners = [p for p in ENGINES if profile_owner(p) is None and (profile == p or profile.startswith(p + "-"))]
     return min(owners, key=len) if owners else profile
 
 
-def own_profiles(engine: str) -> set[str]:
-    """The registered engine profiles that model `engine` (named after it: trl, trl-cpu,
-    trl-vllm for trl; verl for verl); empty for an engine without profiles of its own."""
-    from ..accounting import ENGINES
+def engine_identity(name: object) -> str:
+    """The engine a report's run.engine.name means: its engine file's canonical name when the
+    name or an alias matches after normalisation ('TRL', 'huggingface-trl', 'trl ', a Cyrillic
+    lookalike: trl), else the name itself (an unknown engine stays unknown)."""
+    from ..accounting.enginefile import canonical_engine
 
-    return {p for p in ENGINES if p == engine or p.startswith(engine + "-")}
+    return canonical_engine(name) or str(name)
+
+
+def own_profiles(engine: str) -> set[str]:
+    """The registered engine profiles that model `engine` (any of its names): those its engine
+    file owns, and plugins' Python profiles named after it (acme, acme-fast for acme); empty for
+    an engine without profiles of its own."""
+    from ..accounting import ENGINES
+    from ..accounting.enginefile import owned_profiles, profile_owner
+
+    engine = engine_identity(engine)
+    python = {p for p in ENGINES if profile_owner(p) is None and (p == engine or p.startswith(engine + "-"))}
+    return owned_profiles(engine) | python
 
 
 @rule("WORK-008", title="engine profile is not one of the engine's own", requires=("run", "accounting"))
 def engine_profile(ctx) -> Iterable[Issue]:
     """A measured or imported ledger was priced under the profile of the engine that ran it (the
-    suite's callback and importers pick it): an engine with profiles of its own (trl: trl,
-    trl-cpu, trl-vllm; verl: verl) must declare one of them, and a profile named for an engine
-    (trl-vllm) is declared by that engine only, in every report. The generic profile (useful
-    work only) suits engines without a profile and any estimate; declared on a TRL ledger it
-    drops the padding, head recompute and passes TRL really runs."""
+    suite's callback and importers pick it): an engine with profiles of its own (its engine file's
+    `profiles`: trl, trl-cpu, trl-vllm, trl-vllm-no-is for trl) must declare one of them, and a
+    profile an engine owns is declared by that engine only, in every report. The engine is
+    run.engine.name read through the engine files' names and aliases after normalisation, so
+    'TRL' or 'huggingface-trl' is trl. A profile any engine may declare (generic, useful work only)
+    suits engines without a profile and any estimate; declared on a TRL ledger it drops the
+    padding, head recompute and passes TRL really runs."""
     estimate = _method(ctx.doc) == "estimated"
-    engine = ctx.doc["run"]["engine"]["name"]
+    engine = engine_identity(ctx.doc["run"]["engine"]["name"])
     prof = ctx.doc["accounting"]["engine_profile"]
     from ..accounting import ENGINES
 
     if prof not in ENGINES:
         return  # PHYS-001 names the unknown profile
+    shared = ENGINES[prof].any_engine
     own = own_profiles(engine)
     family = profile_engine(prof)
-    foreign = prof != "generic" and family != engine
-    if (own and prof not in own and not (estimate and prof == "generic")) or foreign:
+    foreign = not shared and family != engine
+    if (own and prof not in own and not (estimate and shared)) or foreign:
         yield Issue("$.accounting.engine_profile", f"engine profile {prof!r} (engine {family!r}) for a ledger of engine "
-                    f"{engine!r}, whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
+                    f"{ctx.doc['run']['engine']['name']!r}"
+                    + (f" (engine {engine!r})" if engine != ctx.doc["run"]["engine"]["name"] else "")
+                    + f", whose own profiles are {', '.join(sorted(own)) or 'none (generic suits it)'}",
                     "price the run under the profile of the engine that ran it (race report picks it)")
 
 

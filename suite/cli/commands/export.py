@@ -10,7 +10,9 @@ from suite.cli import command
 
 @command("export", help="print the launch command that runs a cell on another engine (verl)")
 def configure(p):
-    p.add_argument("engine", choices=["verl"], help="target engine: verl (python3 -m verl.trainer.main_ppo)")
+    from suite.integrations import verl as exporter   # the one exporter: its engine is the only choice
+
+    p.add_argument("engine", choices=[exporter.ENGINE], help=f"target engine: {exporter.ENGINE} ({exporter.ENTRY})")
     p.add_argument("cell", metavar="CELL", help="the run description, a cell YAML (tasks/cells/*.yaml); relative "
                    "paths resolve from its own folder, and paths that are not here are passed on unchecked: they must "
                    "exist where verl runs")

@@ -67,11 +67,13 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                    help="reward model (catalog name or config.json) scoring every completion; absent = rule reward, 0 FLOPs")
     p.add_argument("--reward-tokens", type=count_arg, default=None, metavar="R",
                    help="tokens the reward model scores per completion (default: P + C)")
-    p.add_argument("--engine", default="trl", metavar="PROFILE",
-                   help="engine profile whose passes are counted: trl (TRL 1.16 on CUDA, transformers generate), "
-                        "trl-vllm (TRL with vLLM generation: prefix caching, no padding, the old-policy forward of its "
-                        "importance-sampling correction; trl-vllm-no-is without it), trl-cpu, generic "
-                        "(useful work only), verl (default: trl)")
+    from suite.accounting import ENGINES
+    from suite.record.runspec import OWN_PROFILE
+
+    p.add_argument("--engine", default=OWN_PROFILE, metavar="PROFILE",
+                   help=f"engine profile whose passes are counted (default: {OWN_PROFILE}, the suite's own runs on "
+                        "CUDA); one of the engine files' profiles (tasks/engines/*.yaml, docs/accounting.md): "
+                        + "; ".join(f"{n} ({ENGINES[n].engine})" for n in sorted(ENGINES)))
     p.add_argument("--attention", default="causal", choices=("causal", "full"),
                    help="attention FLOP convention: causal counts the lower triangle, full the whole square (default: causal)")
     p.add_argument("--json", action="store_true", help="print JSON for machines instead of a table")

@@ -1,5 +1,7 @@
-"""`race import verl METRICS.jsonl --cell CELL` and `race import trl trainer_state.json --cell CELL`:
-turn another engine's training log into the suite's ledger and report."""
+"""`race import NAME LOG --cell CELL`: turn another engine's training log into the suite's ledger
+and report. NAME is a `logs` entry of an engine file (tasks/engines/*.yaml), read by its format's
+importer (suite.integrations.keymaps.import_log), or `auto`: the entry the file's format and keys
+point at (suite.integrations.choose); the names and profiles come from the registry."""
 
 from __future__ import annotations
 
@@ -8,15 +10,18 @@ from pathlib import Path
 from suite.cli import command
 
 
-@command("import", help="turn a verl or TRL training log into a RACE ledger and report (LoRA-correct FLOPs)")
+@command("import", help="turn another engine's training log into a RACE ledger and report (LoRA-correct FLOPs)")
 def configure(p):
+    from suite.accounting import ENGINES
+    from suite.integrations.keymaps import KEY_MAPS
+
+    logs = "; ".join(f"{n}: {getattr(KEY_MAPS[n], 'logger', '')}" for n in sorted(KEY_MAPS))
     p.add_argument("engine", metavar="ENGINE",
-                   help="verl: the file logger's JSON Lines (VERL_FILE_LOGGER_PATH); "
-                        "trl: a Trainer's trainer_state.json (or its checkpoint folder); "
-                        "mlperf: an MLPerf Training GRPO log (:::MLLOG lines, NeMo-RL's qwen35_397b_grpo); "
-                        "or the name of a key map (tasks/engines/*.yaml: nemo-rl, prime-rl, slime, skyrl, openrlhf, "
-                        "roll, areal) for a metric log in JSON Lines or CSV; `map` with --key-map FILE for your own")
-    p.add_argument("log", metavar="LOG", help="the log file to import")
+                   help=f"auto: recognise the engine and the format from the file (console output, JSON Lines, CSV, "
+                        f"TensorBoard events, a wandb run folder), or say in one line what it saw; or the log's kind, "
+                        f"a `logs` entry of an engine file (tasks/engines/*.yaml; docs/import.md; an entry's engine "
+                        f"reads its other formats too): {logs}; or `map` with --key-map FILE for a map of your own")
+    p.add_argument("log", metavar="LOG", help="the log file (or TensorBoard / wandb run folder) to import")
     p.add_argument("--cell", required=True,
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
                         "step, mu, beta (the log does not say them); relative paths resolve from its own folder, "
@@ -26,13 +31,14 @@ def configure(p):
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
     p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
                                                      "which logged keys give tokens, steps and phase seconds")
-    p.add_argument("--engine-version", help="engine version written into the report "
-                                            "(default: verl 0.9.1; TRL: the installed trl)")
-    p.add_argument("--engine-profile", default="trl", choices=["trl", "trl-vllm", "trl-vllm-no-is", "trl-cpu", "generic"],
-                   help="TRL only: accounting profile of the run (trl: CUDA with Triton, the default; trl-vllm: "
-                        "use_vllm, vLLM generation with prefix caching and the old-policy forward of TRL's default "
-                        "importance-sampling correction; trl-vllm-no-is: the same with "
-                        "vllm_importance_sampling_correction=False; trl-cpu: no Triton; generic: useful work only)")
+    p.add_argument("--engine-version", help="the engine version that wrote the log, written into the report "
+                                            "(default: the log entry's `version`; TRL: the installed trl); keys "
+                                            "renamed between versions and keys whose meaning changed (SkyRL's "
+                                            "generate/*_num_tokens) are read only where it is given")
+    p.add_argument("--engine-profile", default=None, choices=sorted(ENGINES), metavar="PROFILE",
+                   help="accounting profile of the run (default: the log entry's `profile`), one of its engine's own "
+                        "(WORK-008; docs/accounting.md says what each charges): "
+                        + "; ".join(f"{n} ({ENGINES[n].engine})" for n in sorted(ENGINES)))
     p.add_argument("--power", metavar="DIR", default=None,
                    help="mlperf only: the run's power folder (power/result_N with node_*.txt MLLOG power logs): their "
                         "energy, integrated as MLPerf's result summarizer does, goes into the report's cost.energy")
@@ -53,45 +59,38 @@ def _never_over_inputs(args) -> None:
 
 def run(args) -> int:
     _never_over_inputs(args)
-    from suite.integrations import importers
+    from suite.integrations.choose import choose
+    from suite.integrations.keymaps import COMPARED, as_key_map, import_log, load_key_map, refuse_critic
     from suite.record.report import Report
     from suite.train.cell import load_cell
 
-    if args.power and args.engine != "mlperf":
+    km = as_key_map(load_key_map(args.key_map) if args.key_map else choose(args.engine, args.log))
+    refuse_critic(args.log, km)     # before the cell: a PPO run's description need not describe a GRPO run
+    if args.power and km.format != "mlperf":
         from suite.errors import RaceError
 
         raise RaceError("--power goes with race import mlperf", "MLPerf power logs belong to an MLPerf run's log")
     cell = load_cell(args.cell, check_paths=False)
     out = Path(args.out) if args.out else Path(args.log).resolve().parent / "race-import"
-    if args.key_map or args.engine not in ("verl", "trl", "mlperf"):
-        from suite.integrations.keymaps import KEY_MAPS, import_metric_log, load_key_map
+    if args.engine == "auto" or km.name != args.engine:
+        print(f"read {args.log} as {km.engine}'s '{km.name}' log (format {km.format})")
+    options = {"peak_tflops": args.peak_tflops} if km.format == "verl-jsonl" else {}
+    res = import_log(km, args.log, cell, out, engine_version=args.engine_version, engine_profile=args.engine_profile,
+                     force=args.force, **options)
+    if args.power:
+        from suite.integrations.mlperf_power import attach_power
+        from suite.record.energy import describe
+        from suite.record.report import read_report
 
-        km = load_key_map(args.key_map) if args.key_map else KEY_MAPS[args.engine]
-        res = import_metric_log(args.log, km, cell, out, engine_version=args.engine_version, force=args.force)
-    elif args.engine == "mlperf":
-        from suite.integrations.mlperf import import_mlperf
-
-        res = import_mlperf(args.log, cell, out, engine_version=args.engine_version or "0.6.0", force=args.force)
-        if args.power:
-            from suite.integrations.mlperf_power import attach_power
-            from suite.record.energy import describe
-            from suite.record.report import read_report
-
-            attach_power(res.report, args.power)
-            print(describe(read_report(res.report).doc["cost"]["energy"]))
-    elif args.engine == "verl":
-        res = importers.import_verl(args.log, cell, out, engine_version=args.engine_version or "0.9.1",
-                                    force=args.force, peak_tflops=args.peak_tflops)
-    else:
-        res = importers.import_trl(args.log, cell, out, engine_version=args.engine_version,
-                                   engine_profile=args.engine_profile, force=args.force)
+        attach_power(res.report, args.power)
+        print(describe(read_report(res.report).doc["cost"]["energy"]))
     report = Report(res.doc, str(res.report))
     print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
           f"update share p = {report.update_share:.3f}")
-    if args.engine not in ("verl", "trl") or args.key_map:
-        print(phase_table(report))
-    else:
+    if km.format in COMPARED:
         print(res.comparison.table())
+    else:
+        print(phase_table(report))
     print(f"wrote {res.ledger}, {res.report}, {res.comparison_path}")
     return 0
 
