@@ -63,15 +63,18 @@ def test_calibration_and_the_leave_one_out_page_are_regenerated_byte_for_byte():
     from tools import cost
 
     assert cost.build(check=True) == []        # tasks/cost/calibration.json and docs/cost.md's table
-    rows = cost.loo_rows(cost.published_reports(), cost.records())
-    assert len(rows) == 11
+    published = cost.published_reports()
+    rows = cost.loo_rows(published, cost.records())
+    stated = [r for r in published if (r.doc.get("hardware") or {}).get("accelerator_hours")]
+    assert len(rows) == len(stated) >= 11          # every published run that states its hours is predicted
     inside = sum(r["inside"] for r in rows)
-    assert inside >= 9, [(r["run"], r["stated"], r["low"], r["high"]) for r in rows if not r["inside"]]
+    # the bar: at least 9 of 11 stated hours inside the predicted range (80%)
+    assert inside >= 0.8 * len(rows), [(r["run"], r["stated"], r["low"], r["high"]) for r in rows if not r["inside"]]
     page = cost.PAGE.read_text()
     from suite.analysis.cost import median
 
     med = median([abs(r["error"]) for r in rows])
-    assert f"**{inside} of 11**" in page and f"**{med:.0%}**" in page
+    assert f"**{inside} of {len(rows)}**" in page and f"**{med:.0%}**" in page
 
 
 def test_predict_hours_leave_one_out_prints_stated_predicted_low_high(capsys):
@@ -106,7 +109,10 @@ def test_plan_prints_hours_and_cost_per_phase_with_a_range(capsys):
     assert c["price"]["cost"]["seconds"] == pytest.approx(2.5 * hours["seconds"])
     assert sum(p["seconds"] for p in c["phases"].values()) * 16 / 3600 == pytest.approx(hours["seconds"])
     assert c["phases"]["rollout"]["bound"] == "memory" and c["phases"]["update"]["bound"] == "compute"
-    assert c["fit"]["regime"] == "dense" and c["fit"]["n"] == 11
+    from tools import cost
+
+    dense = [r for r in cost.records() if r.regime == "dense"]
+    assert c["fit"]["regime"] == "dense" and c["fit"]["n"] == len(dense) >= 11
     # Twice the accelerators: the compute-bound update halves; the memory-bound decode does not (each
     # replica still reads its weights once per decode iteration): the roofline, not a constant rate.
     code, out, _ = run(capsys, *[a if a != "16" else "32" for a in args], "--json")

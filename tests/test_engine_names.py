@@ -17,6 +17,7 @@ ALLOWED = {
     # importers and readers: each reads one engine's own log layout (docs/import.md)
     "suite/integrations/importers.py": "verl's FileLogger and TRL's trainer_state.json importers",
     "suite/integrations/mlperf.py": "the importer of MLPerf's GRPO logs (NeMo-RL runs them)",
+    "suite/integrations/mlperf_power.py": "the importer of MLPerf's power logs names the log format they go with",
     "suite/integrations/keymaps.py": "'mlperf' there is a log format name, the reader its log entries name",
     "suite/integrations/logformats": "the readers of engines' console, TensorBoard and wandb output (prefix)",
     "suite/integrations/consoles.py": "the readers of the engines' consoles, each registered under its format's name",
@@ -28,6 +29,12 @@ ALLOWED = {
     # ... and the TRL integration itself (its callback picks TRL's profile by device and vLLM settings)
     "suite/train/run.py": "the suite's TRL runner picks TRL's profile by device",
     "suite/train/trl_callback.py": "the suite's TRL callback: TRL's profiles by device and vLLM mode",
+    # the referee (race compare): each engine's own FLOP counter, run from its installed code or transcribed
+    # from its repository, is named for that engine; these are counters, not profiles or logs
+    "suite/accounting/counters.py": "the engines' counters run from their installed packages (verl, TRL)",
+    "suite/accounting/transcribed.py": "the engines' counters transcribed from their code (prime-rl, NeMo-RL, slime)",
+    "suite/accounting/refcase.py": "a referee case names the engines whose counters it is built to show",
+    "suite/accounting/conformance.py": "the conformance matrix's columns are the engines' counters",
     # not engine references: a pip distribution and a comparison column
     "suite/pipeline/studyrun.py": "'trl' is the pip distribution whose version a study records",
     "suite/site/field.py": "'verl' keys the column of verl's own FLOP estimator (suite.accounting.compare)",

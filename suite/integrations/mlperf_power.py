@@ -24,6 +24,9 @@ from pathlib import Path
 from ..errors import RaceError
 from .mlperf import read_mllog
 
+LOG_FORMAT = "mlperf"
+"""The log format whose runs carry these power logs (race import --power)."""
+
 START, STOP, READING, EFF = "power_measurement_start", "power_measurement_stop", "power_reading", "conversion_eff"
 
 

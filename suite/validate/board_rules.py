@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from ..record.runspec import OWN_CPU_PROFILE
 from .registry import Issue, rule
 
 CELL_FIELDS = {"group_size": ("grpo", "group_size"), "prompts_per_step": ("grpo", "prompts_per_step"),
@@ -94,9 +95,10 @@ def reference_cell(ctx) -> Iterable[Issue]:
     if doc["provenance"].get("method") != "measured" or not isinstance(doc.get("ledger"), dict):
         yield Issue("$.provenance.method", f"claims the suite's reference cell {name!r} but is not measured with a "
                     "ledger: the suite's cells are trained and recorded step by step", hint)
-    if doc["accounting"].get("engine_profile") != "trl-cpu":
+    if doc["accounting"].get("engine_profile") != OWN_CPU_PROFILE:
         yield Issue("$.accounting.engine_profile", f"claims the suite's reference cell {name!r} but is counted under "
-                    f"{doc['accounting'].get('engine_profile')!r}, not trl-cpu (the suite's cells train on CPU)", hint)
+                    f"{doc['accounting'].get('engine_profile')!r}, not {OWN_CPU_PROFILE} (the suite's cells train on "
+                    "CPU)", hint)
     cell = shipped_cells().get(name)
     if cell is None:
         if not name.startswith(policy):

@@ -66,7 +66,9 @@ def run(args) -> int:
 
     km = as_key_map(load_key_map(args.key_map) if args.key_map else choose(args.engine, args.log))
     refuse_critic(args.log, km)     # before the cell: a PPO run's description need not describe a GRPO run
-    if args.power and km.format != "mlperf":
+    from suite.integrations import mlperf_power
+
+    if args.power and km.format != mlperf_power.LOG_FORMAT:
         from suite.errors import RaceError
 
         raise RaceError("--power goes with race import mlperf", "MLPerf power logs belong to an MLPerf run's log")
@@ -78,11 +80,10 @@ def run(args) -> int:
     res = import_log(km, args.log, cell, out, engine_version=args.engine_version, engine_profile=args.engine_profile,
                      force=args.force, **options)
     if args.power:
-        from suite.integrations.mlperf_power import attach_power
         from suite.record.energy import describe
         from suite.record.report import read_report
 
-        attach_power(res.report, args.power)
+        mlperf_power.attach_power(res.report, args.power)
         print(describe(read_report(res.report).doc["cost"]["energy"]))
     report = Report(res.doc, str(res.report))
     print(f"imported {report.steps} step(s) of {cell.name}: total {report.total_flops:.4g} FLOPs, "
