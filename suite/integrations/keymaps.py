@@ -411,6 +411,8 @@ def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: s
     (peak_tflops for verl). Returns the ImportResult."""
     km = as_key_map(km)
     version = engine_version or (km.version if km.version != "unknown" else None)
+    if km.format == "mlperf":        # a run description may say which NeMo-RL profile its run used
+        engine_profile = engine_profile or (cell.engine or {}).get("profile")
     profile = engine_profile or km.profile
     _check_owner(km, profile)
     if km.format == "verl-jsonl":
@@ -425,7 +427,7 @@ def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: s
         from .mlperf import import_mlperf
 
         return import_mlperf(path, cell, out, engine_version=version or "unknown", force=force,
-                             engine_profile=engine_profile or str(cell.engine.get("profile") or km.profile))
+                             engine_profile=profile)
     if km.step is None or not km.tokens:
         raise RaceError(f"{km.where}: format {km.format!r} has no importer here",
                         f"formats race import reads: {', '.join(sorted(known_formats()))}")
