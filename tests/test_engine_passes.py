@@ -142,3 +142,17 @@ def test_the_same_run_described_to_verl_and_to_skyrl_prices_the_same_passes_the_
     assert work["update.old.tokens"] * mu == work["update.train.tokens"] > 0      # old pass every step, both
     assert (work["update.ref.tokens"] > 0) == (beta > 0)                          # reference iff beta
     assert validate_report(a) == [] and validate_report(b) == []
+
+
+def test_an_import_is_priced_under_its_engines_own_profile_or_refused_before_writing(tmp_path, capsys):
+    from suite.cli import main
+
+    log = skyrl(tmp_path)
+    cell = tmp_path / "run.json"
+    cell.write_text(json.dumps(CELL))
+    for other in ("generic", "verl"):          # useful work only, or another engine's (equal) facts: not skyrl's
+        code = main(["import", "skyrl", str(log), "--cell", str(cell), "--out", str(tmp_path / other),
+                     "--engine-profile", other])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and f"profile '{other}' is not one of skyrl's own (skyrl)" in err[0], err
+        assert not (tmp_path / other / "report.json").exists()

@@ -428,6 +428,22 @@ def as_key_map(km) -> KeyMap:
     return KeyMap(**{**d, "metrics": tuple(d.get("metrics") or ()), "critic_keys": tuple(d.get("critic_keys") or ())})
 
 
+def _check_owner(km: KeyMap, profile: str) -> None:
+    """An import is priced under a profile of its engine's own (WORK-008 would refuse the report
+    otherwise): one line naming the profile and the engine's profiles, before anything is written."""
+    from ..accounting import get_engine
+    from ..accounting.enginefile import ENGINE_FILES, canonical_engine, profile_owner
+
+    prof = get_engine(profile)
+    engine = canonical_engine(km.engine) or km.engine
+    own = ENGINE_FILES[engine].profiles if engine in ENGINE_FILES else ()
+    owner = profile_owner(profile)
+    if (own and profile not in own) or (not own and owner not in (None, engine) and not prof.any_engine):
+        raise RaceError(f"{km.where}: profile {profile!r} is not one of {km.engine}'s own "
+                        f"({', '.join(own) or 'none: generic suits it'})",
+                        "price the log under a profile of the engine that wrote it (--engine-profile; WORK-008)")
+
+
 def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: str | None = None,
                engine_profile: str | None = None, force: bool = False, **options):
     """`race import`: the log at `path` read as `km` says (its format's importer), priced under
@@ -435,7 +451,10 @@ def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: s
     (peak_tflops for verl). Returns the ImportResult."""
     km = as_key_map(km)
     version = engine_version or (km.version if km.version != "unknown" else None)
+    if km.format == "mlperf":        # a run description may say which NeMo-RL profile its run used
+        engine_profile = engine_profile or (cell.engine or {}).get("profile")
     profile = engine_profile or km.profile
+    _check_owner(km, profile)
     if km.format == "verl-jsonl":
         from .importers import import_verl
 
@@ -448,8 +467,8 @@ def import_log(km, path: str | Path, cell, out: str | Path, *, engine_version: s
         from .mlperf import import_mlperf
 
         return import_mlperf(path, cell, out, engine_version=version or "unknown", force=force,
-                             engine_profile=engine_profile or str(cell.engine.get("profile") or km.profile))
-    if not km.tokens:
+                             engine_profile=profile)
+    if km.step is None or not km.tokens:
         raise RaceError(f"{km.where}: format {km.format!r} has no importer here",
                         f"formats race import reads: {', '.join(sorted(known_formats()))}")
     return import_metric_log(path, km, cell, out, engine_version=version, force=force,
