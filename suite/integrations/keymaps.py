@@ -1,3 +1,5 @@
+# Over 500 lines: one idea, a log read under a key map into steps (the map, its registry, its version rules,
+# the critic refusal and the steps); the readers live in logformats/consoles, the importers elsewhere.
 """Importer key maps: how an engine's metric log names the numbers `race import` reads. Each
 engine file (tasks/engines/*.yaml, schemas/engine-v1.schema.json; suite.accounting.enginefile)
 lists the logs its engine writes under `logs`; each entry is registered here by name. A user
