@@ -203,11 +203,13 @@ def test_calibration_prices_evaluation_per_problem_and_the_points_along_the_run(
 
 @pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: str(p.relative_to(home())))
 def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, capsys):
-    """The findings table is one documented command away from the committed reports."""
-    assert main(["findings", str(folder), "--check"]) == 0, capsys.readouterr().out
-    capsys.readouterr()
+    """The findings table is one documented command away from the committed reports (the run
+    folders of the CI fixture, the packed runs.jsonl.xz of docs/findings and docs/decisive):
+    computed once, compared byte for byte (what `race findings DIR --check` compares;
+    test_check_fails_when_a_committed_number_changes runs --check itself)."""
     assert main(["findings", str(folder), "--out", str(tmp_path), "--no-plots"]) == 0
-    assert (tmp_path / "findings.md").read_text() == (folder / "findings.md").read_text()
+    for name in ("findings.json", "findings.md"):
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
     # ... and it says how to put them on the site: that command, run as printed, builds the page
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("On the leaderboard site: race ")]
     argv = shlex.split(line.removeprefix("On the leaderboard site: race "))
@@ -217,6 +219,16 @@ def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, caps
     assert "(f) RACE" in (tmp_path / "site" / "findings.html").read_text()
 
 
+def test_committed_study_data_weighs_under_10_mb():
+    """Issue 39: the tree holds under 10 MB of study data. Every folder of docs/ and tests/fixtures
+    that holds a study (its study.json) is counted whole: packed runs, findings, figures."""
+    folders = {p.parent for root in (home() / "docs", home() / "tests" / "fixtures") for p in root.rglob("study.json")}
+    assert {home() / "docs" / "findings", home() / "docs" / "decisive"} <= folders
+    size = sum(f.stat().st_size for d in folders for f in d.rglob("*") if f.is_file())
+    assert size < 10 * 1024 ** 2, f"{size / 1024 ** 2:.1f} MB of study data"
+    assert not list((home() / "docs").rglob("*.samples.jsonl"))      # per-sample logs go into runs.jsonl.xz
+
+
 def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
     if not COMMITTED:
         pytest.fail("no committed findings fixture (tests/fixtures/findings-ci)")
@@ -224,6 +236,7 @@ def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
 
     copy = tmp_path / "f"
     shutil.copytree(COMMITTED[0], copy)
+    assert main(["findings", str(copy), "--check"]) == 0, capsys.readouterr().out
     md = copy / "findings.md"
     md.write_text(md.read_text().replace("reproduced", "REPRODUCED", 1))
     assert main(["findings", str(copy), "--check"]) == 1

@@ -19,8 +19,11 @@ def configure(p):
     p.add_argument("directory", metavar="DIR", help="a study folder (race study --out) or an exported one (--export)")
     p.add_argument("--out", metavar="OUT", help="where the findings go (default: DIR)")
     p.add_argument("--export", metavar="DEST",
-                   help="first copy DIR's reports, trimmed per-sample logs (scores only) and study.json to DEST — a "
-                        "folder small enough to commit — then write the findings there")
+                   help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
+                        "compressed file, with study.json — a folder small enough to commit — then write the findings "
+                        "there")
+    p.add_argument("--trimmed", action="store_true",
+                   help="with --export: the reports and trimmed logs as run folders instead of one compressed file")
     p.add_argument("--check", action="store_true",
                    help="recompute and compare with the findings.json and findings.md already in OUT; exit 1 when "
                         "they differ (nothing is written)")
@@ -57,10 +60,12 @@ def run(args) -> int:
     from suite.site.findings import claims_text
 
     directory = Path(args.directory)
+    if args.trimmed and not args.export:
+        raise RaceError("--trimmed shapes an export", "add --export DEST")
     if args.export:
         dest = Path(args.export)
-        export(directory, dest)
-        if (directory / STUDY_FILE).is_file():
+        export(directory, dest, packed=not args.trimmed)
+        if (directory / STUDY_FILE).is_file() and directory.resolve() != dest.resolve():
             shutil.copyfile(directory / STUDY_FILE, dest / STUDY_FILE)
         directory = dest
     out = Path(args.out) if args.out else directory
