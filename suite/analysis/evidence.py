@@ -67,6 +67,8 @@ class CurveScores:
     final evaluation (the subset's TARGET:first-N label is dropped: the doc ids say which)."""
     ids: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Target -> the doc ids scored, in order."""
+    phases: Mapping[str, int] = field(default_factory=dict)
+    """Cumulative FLOPs per phase at the step (`curve.points[].flops`: rollout, update, reward)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ class Run:
     """Target -> the doc ids of `scores`, in order."""
     curve: tuple[CurveScores, ...] = ()
     """The points along the run, by step (empty when it was scored only at its end)."""
+    phase_flops: Mapping[str, int] = field(default_factory=dict)
+    """Training FLOPs per phase (`totals.flops`: rollout, update, reward)."""
 
     @property
     def budget(self) -> int:
@@ -193,14 +197,20 @@ def _run_of(rep, shown: str, logs: Callable[[str, str], tuple[list[int], dict[st
         got, got_ids = _scores(logs, point_dir(Path(), pt.step).as_posix(),
                                {(e.target, e.metric): e.value for e in pt.evaluations if e.metric in METRICS}, shown)
         curve.append(CurveScores(pt.step, pt.flops["total"],
-                                 {(_base(t), m): x for (t, m), x in got.items()}, {_base(t): v for t, v in got_ids.items()}))
+                                 {(_base(t), m): x for (t, m), x in got.items()}, {_base(t): v for t, v in got_ids.items()},
+                                 _phases(pt.flops)))
     return Run(path=shown, model=rep.model, params=rep.params_total, band=(int(budget[0]), int(budget[1])),
                reward=rep.reward_system, reward_kind=rep.reward_kind, label=rep.allocation,
                lora_rank=rep.lora_rank or 0, group_size=int(rep.number("grpo.group_size")),
                num_iterations=rep.num_iterations,
                seed=int(rep.seed or 0), p=rep.update_share, reward_share=rep.reward_share, steps=rep.steps,
                completions=rep.completions, flops=rep.total_flops, judge=judge, scores=scores, values=values,
-               ids=ids, curve=tuple(curve))
+               ids=ids, curve=tuple(curve), phase_flops=_phases(rep.flops))
+
+
+def _phases(flops: Mapping) -> dict[str, int]:
+    """The per-phase FLOPs of a report's totals or curve point (no total)."""
+    return {k: int(v) for k, v in flops.items() if k != "total" and isinstance(v, (int, float))}
 
 
 def _base(target: str) -> str:
