@@ -401,12 +401,12 @@ def predictor_rows(holdout: Mapping) -> list[dict]:
 
 
 def document(runs: Sequence, *, replicates: int = 500, seed: int = 2607, metrics: Sequence[str] | None = None,
-             settings=None, level: float = LEVEL) -> dict:
+             holdout: Mapping | None = None, level: float = LEVEL) -> dict:
     """curves.json's `surface` section: every condition's surface over all the budgets given (with
-    its predictions at each budget's allocations), and the held-out predictors side by side —
-    RACE, the global baseline, the pilot curves and the pilot surface — on the findings' settings
-    (`settings`: suite.analysis.findings.Settings, e.g. a study's) with intervals."""
-    from . import curves, findings
+    its predictions at each budget's allocations), and, from `holdout` (suite.analysis.holdout.validate
+    with surface=True, the findings' settings), the held-out predictors side by side — RACE, the
+    global baseline, the pilot curves and the pilot surface — with intervals."""
+    from . import curves
 
     by = curves.series(runs, tuple(metrics or curves.METRICS))
     fits = fit_all(pool(by), replicates=replicates, seed=seed)
@@ -418,23 +418,19 @@ def document(runs: Sequence, *, replicates: int = 500, seed: int = 2607, metrics
                 at[f"{s.label}@{s.condition.band_high:.3g}"] = (float(np.mean(s.phases["update"][s.ends])),
                                                                 float(np.mean(s.phases["rollout"][s.ends])))
         conditions.append(to_dict(sf, level, at))
-    an = findings.analyse(runs, settings or findings.Settings())
-    budgets = sorted({r.budget for r in runs})
-    holdout = None
-    if len(budgets) > 1:
-        h = findings.with_holdout(an, surface=True).holdout
-        if h["summary"] is not None:
-            holdout = {"settings": {k: h["settings"][k] for k in ("pilot_budget", "validation_budget", "replicates",
-                                                                      "level")},
-                       "predictors": predictor_rows(h),
-                       "trials": [{"name": t["name"], "best": t["best"], "race": t["chosen"],
-                                   "baseline": t["baseline"], "curves": (t["curves"] or {}).get("chosen"),
-                                   "surface": (t.get("surface") or {}).get("chosen"),
-                                   "surface_refusal": (t.get("surface") or {}).get("refusal"),
-                                   "surface_predicted": (t.get("surface") or {}).get("predicted")}
-                                  for t in h["trials"]]}
+    table = None
+    if holdout and holdout.get("summary") is not None:
+        table = {"settings": {k: holdout["settings"][k] for k in ("pilot_budget", "validation_budget", "replicates",
+                                                                  "level")},
+                 "predictors": predictor_rows(holdout),
+                 "trials": [{"name": t["name"], "best": t["best"], "race": t["chosen"], "baseline": t["baseline"],
+                             "curves": (t["curves"] or {}).get("chosen"),
+                             "surface": (t.get("surface") or {}).get("chosen"),
+                             "surface_refusal": (t.get("surface") or {}).get("refusal"),
+                             "surface_predicted": (t.get("surface") or {}).get("predicted")}
+                            for t in holdout["trials"]]}
     return {"form": FORM, "settings": {"replicates": replicates, "seed": seed, "level": level, "c_ref": C_REF,
                                        "huber_delta": HUBER, "min_rays": MIN_RAYS, "min_points": MIN_POINTS,
                                        "bounds": {"R_inf": list(R_BOUNDS), "exponents": list(EXPONENT),
                                                   "log_coefficients": [round(x, 6) for x in LOG_COEF]}},
-            "conditions": conditions, "holdout": holdout}
+            "conditions": conditions, "holdout": table}

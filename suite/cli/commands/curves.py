@@ -62,12 +62,15 @@ def run(args) -> int:
     doc = curves.curves_of(runs, budget=args.budget, replicates=args.replicates, seed=args.seed, metrics=metrics,
                            source={"folders": [str(f) for f in args.runs]})
     if args.surface:
-        from suite.analysis import surface
-        from suite.analysis.study import findings_settings
-        from suite.pipeline.studyrun import read_study_json
+        from suite.analysis import findings, surface
+        from suite.analysis.study import findings_settings, read_study_json
 
+        holdout = None
+        if len({r.budget for r in runs}) > 1:     # the held-out table, on the findings' settings and replicates
+            an = findings.analyse(runs, findings_settings(read_study_json(args.runs[0])))
+            holdout = findings.with_holdout(an, surface=True).holdout
         doc["surface"] = surface.document(runs, replicates=min(args.replicates, 500), seed=args.seed, metrics=metrics,
-                                          settings=findings_settings(read_study_json(args.runs[0])))
+                                          holdout=holdout)
         curves.check(doc)
     fitted = sum(a["status"] == "fitted" for c in doc["conditions"] for a in c["allocations"])
     refused = curves.refusals(doc)
