@@ -421,3 +421,51 @@ def test_a_bad_findings_file_is_refused_in_one_line_and_nothing_is_built(tmp_pat
     assert rc == 2 and len(err) <= 2 and re.search(says, err[0]), err    # the problem, then its fix
     assert err[0].startswith("race leaderboard: error: ") and str(bad) in err[0]
     assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
+
+
+# ---------------------------------------------------------------- the current verdicts
+
+
+def test_the_docs_first_table_is_race_findings_headline(capsys):
+    """docs/findings.md opens with the current verdict of each claim; the table between its markers
+    is what `race findings --headline --format markdown` prints from the committed exports, and the
+    default (every export under docs/) is the same."""
+    text = (home() / "docs" / "findings.md").read_text(encoding="utf-8")
+    first = text.index("<!-- headline: ")
+    assert text.index("| claim |") > first and "| claim |" not in text[:first]       # the first table
+    marker, rest = text[first:].split("-->", 1)
+    argv = shlex.split(marker.removeprefix("<!-- headline: race "))
+    block = rest.split("<!-- /headline -->", 1)[0].strip()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == block
+    assert main(["findings", "--headline", "--format", "markdown"]) == 0
+    assert capsys.readouterr().out.strip() == block
+    rows = [ln for ln in block.splitlines()[2:]]
+    assert [ln.split(" ", 2)[1] for ln in rows] == [f"({c})" for c in "abcdef"]
+    assert all(" [" in ln or "exact:" in ln or " in " in ln for ln in rows)           # each with its number
+
+
+def test_the_latest_study_designed_for_a_claim_decides_it(tmp_path, capsys):
+    """A later export decides only the claims its design names; its verdicts on the others stand
+    beside the deciding one."""
+    import shutil
+
+    from suite.analysis.headline import headline
+
+    paper, decisive = home() / "docs" / "findings", home() / "docs" / "decisive"
+    rows = {r["id"]: r for r in headline([paper, decisive])}
+    assert {c: rows[c]["folder"] for c in "abcdef"} == {"a": "docs/findings", "b": "docs/findings", "c": "docs/decisive",
+                                                         "d": "docs/findings", "e": "docs/findings", "f": "docs/decisive"}
+    assert rows["d"]["others"] == [{"study": "decisive", "folder": "docs/decisive", "verdict": "not reproduced",
+                                    "designed": False}]
+    # the same decisive study, dated before the 90-cell one: the older design no longer decides
+    early = tmp_path / "early"
+    early.mkdir()
+    shutil.copy(decisive / "findings.json", early)
+    study = json.loads((decisive / "study.json").read_text())
+    study["sessions"][-1]["finished"] = "2026-11-30T00:00:00Z"
+    (early / "study.json").write_text(json.dumps(study))
+    rows = {r["id"]: r for r in headline([paper, early])}
+    assert rows["c"]["folder"] == "docs/findings" and rows["c"]["verdict"] == "inconclusive"
+    assert main(["findings", "--headline", str(tmp_path / "nothing")]) == 2
+    assert "no findings.json" in capsys.readouterr().err
