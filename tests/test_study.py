@@ -325,3 +325,22 @@ def test_the_docs_claim_table_matches_the_plan(paper):
     assert rows == {c: str(len(ids)) for c, ids in study.claim_cells(paper).items()}
     blocks = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M))
     assert blocks == {b: str(len(ids)) for b, ids in paper.blocks.items()}
+
+
+def test_the_rest_of_the_decisive_study_is_one_resumable_command(tmp_path, capsys):
+    """tasks/studies/decisive-seeds8-15.yaml is decisive.yaml's 104 cells with seeds 8-15 ordered one
+    seed at a time; `--from docs/decisive` unpacks the 64 done cells (reports and logs, as they were
+    exported) so that exactly the 40 of seeds 8-15 remain to run, and a second call unpacks nothing."""
+    from suite.cli.commands.study import seed_from
+    from suite.pipeline.gridrun import evaluated
+
+    rest, whole = (study.plan(study.load(tasks() / "studies" / f)) for f in ("decisive-seeds8-15.yaml", "decisive.yaml"))
+    assert sorted(pc.cell.id for pc in rest.cells) == sorted(pc.cell.id for pc in whole.cells) and len(rest.cells) == 104
+    order = [pc.cell.id for pc in rest.cells]
+    assert [int(i.rsplit("-s", 1)[1]) for i in order[64:]] == [s for s in range(8, 16) for _ in range(5)]
+    out = tmp_path / "decisive"
+    assert seed_from(rest, home() / "docs" / "decisive", out).startswith(f"from {home() / 'docs' / 'decisive'}: 64 of")
+    todo = [pc.cell.id for pc in rest.cells if not evaluated(out / "cells" / pc.cell.id / "report.json", rest.evaluation)]
+    assert len(todo) == 40 and all(int(i.rsplit("-s", 1)[1]) >= 8 for i in todo)
+    assert (out / "study.json").is_file()
+    assert " 0 of the plan's 104 cells" in seed_from(rest, home() / "docs" / "decisive", out)
