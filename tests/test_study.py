@@ -344,3 +344,18 @@ def test_the_rest_of_the_decisive_study_is_one_resumable_command(tmp_path, capsy
     assert len(todo) == 40 and all(int(i.rsplit("-s", 1)[1]) >= 8 for i in todo)
     assert (out / "study.json").is_file()
     assert " 0 of the plan's 104 cells" in seed_from(rest, home() / "docs" / "decisive", out)
+
+
+def test_the_f_study_that_can_fail_is_planned_where_the_measured_best_moves():
+    """tasks/studies/f-can-fail.yaml (planned, not run): policy-m with the PRM, where the committed
+    90-cell study measured the update-heavy mu4-r8 best at 1e12 and mu1-r8 best at 4e12 (the claim
+    is checked here against docs/findings/findings.json, so the file's premise cannot drift)."""
+    sp = study.plan(study.load(tasks() / "studies" / "f-can-fail.yaml"))
+    assert (sp.study.pilot, sp.study.validation) == (10**12, 4 * 10**12) and study.claim_cells(sp)["f"]
+    at = {b: {pc.cell.allocation for pc in sp.cells if pc.cell.budget == b} for b in (sp.study.pilot, sp.study.validation)}
+    assert at[sp.study.pilot] == at[sp.study.validation] == {"mu1-r8", "mu2-r8", "mu4-r8"}
+    assert {pc.cell.reward for pc in sp.cells} == {"prm"} and sp.evaluation.curve.every == 5
+    committed = json.loads((home() / "docs" / "findings" / "findings.json").read_text())
+    best = {c["condition"]["budget_band"]["high"]: c["best"] for c in committed["conditions"]
+            if c["name"].startswith("policy-m") and " prm " in c["name"] and c["name"].endswith("arith-easy-250/pass@1")}
+    assert best == {10**12: "mu4-r8", 4 * 10**12: "mu1-r8"}
