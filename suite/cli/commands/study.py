@@ -74,6 +74,8 @@ def run(args) -> int:
     from suite.site.findings import claims_text
 
     check_runner(args, "study")
+    if args.source and not Path(args.source).is_dir():
+        raise RaceError(f"--from {args.source}: no such folder", "name an exported study (race findings --export)")
     sp = study.plan(study.load(args.study))
     rates = study.calibrate(args.calibrate) if args.calibrate else None
     from suite.pipeline.executors import resolve_workers
