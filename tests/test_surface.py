@@ -137,7 +137,7 @@ def test_the_docs_surface_table_is_the_committed_datas(tmp_path, capsys):
     text = (home() / "docs" / "findings.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| (RACE \(pilot fit over p\)|global native-reward baseline|pilot curves extrapolated "
                       r"\(ScaleRL's form\)|pilot surface R\(C_u, C_r\)) \| ([^|]+) \| ([^|]+) \|$",
-                      text.split("## The joint surface", 1)[1], re.M)
+                      text.split("## The joint surface", 1)[1].split("\n## ", 1)[0], re.M)
     assert len(rows) == 4
     for what, hit, regret in rows:
         assert re.search(rf"{re.escape(what)}\s+{re.escape(hit.strip())}\s+{re.escape(regret.strip())}", out), what
