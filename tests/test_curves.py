@@ -268,8 +268,11 @@ def test_a_scored_run_whose_snapshots_are_gone_stays_done(tmp_path):
     from suite.evaluate.curve import curve_done
     from suite.paths import home
 
-    cell = tmp_path / "cell"
-    shutil.copytree(home() / "docs" / "decisive" / "cells" / "policy-m-4e12-sparse-mu1-r8-s0", cell)
+    from suite.analysis.evidence import PACKED, unpack
+
+    name = "cells/policy-m-4e12-sparse-mu1-r8-s0"
+    unpack(home() / "docs" / "decisive" / PACKED, tmp_path, only=name.__eq__)      # as race study --from does
+    cell = tmp_path / name
     assert not (cell / "snapshots").exists()
     assert curve_done(cell, ["arith-easy-2000"], 200)
     assert not curve_done(cell, ["arith-easy-2000"], 100)          # scored on another subset

@@ -237,6 +237,53 @@ def test_evidence_refuses_a_run_without_logs(tmp_path):
         load_runs(tmp_path)
 
 
+def test_a_packed_export_reads_as_its_run_folders_and_unpacks_to_the_same_bytes(tmp_path, capsys):
+    """The committed form of a study (suite.analysis.evidence.PACKED): the CI study's trimmed run
+    folders packed into one xz file read as the same runs, unpack to the same files byte for byte,
+    and give the same findings; a damaged or hostile pack is refused in one line."""
+    import lzma
+    import shutil
+
+    from suite.analysis import evidence
+
+    ci = home() / "tests" / "fixtures" / "findings-ci"
+    dest = tmp_path / "packed"
+    assert main(["findings", str(ci), "--export", str(dest), "--no-plots"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in dest.iterdir()) == ["findings.json", "findings.md", evidence.PACKED, "study.json"]
+    assert (dest / "findings.json").read_bytes() == (ci / "findings.json").read_bytes()
+    assert (dest / "findings.md").read_bytes() == (ci / "findings.md").read_bytes()
+    folders, packed = load_runs(ci), load_runs(dest)
+    assert [r.path for r in packed] == [r.path for r in folders] and len(packed) == 21
+    for a, b in zip(folders, packed):
+        assert a.scores.keys() == b.scores.keys() and all(np.array_equal(a.scores[k], b.scores[k]) for k in a.scores)
+        assert (a.ids, a.steps, a.flops, a.curve == (), b.curve == ()) == (b.ids, b.steps, b.flops, True, True)
+    evidence.unpack(dest / evidence.PACKED, tmp_path / "back")
+    files = sorted(p.relative_to(ci / "cells") for p in (ci / "cells").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "back" / "cells") for p in (tmp_path / "back" / "cells").rglob("*")
+                           if p.is_file())
+    assert all((ci / "cells" / f).read_bytes() == (tmp_path / "back" / "cells" / f).read_bytes() for f in files)
+    assert evidence.pack_text(ci) == (dest / evidence.PACKED).read_bytes()          # deterministic: no time stamp
+
+    # both forms in one folder: which one is meant? refused, not guessed
+    shutil.copytree(ci / "cells", dest / "cells")
+    with pytest.raises(RaceError, match="holds both"):
+        load_runs(dest)
+    shutil.rmtree(dest / "cells")
+    text = lzma.decompress((dest / evidence.PACKED).read_bytes()).decode()
+    for spoil, says in [(lambda t: t.replace('"race-runs"', '"other"', 1), "not a race-runs v1 file"),
+                        (lambda t: t.replace('"path":"cells/', '"path":"../cells/', 1), "path inside the folder"),
+                        (lambda t: re.sub(r'("pass@1":\[[0-9.,]*?)1\.0', r"\g<1>0.0", t, count=1), "averages")]:
+        assert spoil(text) != text
+        (dest / evidence.PACKED).write_bytes(lzma.compress(spoil(text).encode()))
+        assert main(["findings", str(dest), "--check"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert says in err[0] and "Traceback" not in "".join(err), err
+    (dest / evidence.PACKED).write_bytes(lzma.compress(text.encode())[:-40])
+    with pytest.raises(RaceError, match="truncated|not a readable xz"):
+        load_runs(dest)
+
+
 # ---------------------------------------------------------------- on the leaderboard site
 
 FIXTURE = home() / "tests" / "fixtures" / "findings-ci" / "findings.json"
@@ -374,3 +421,51 @@ def test_a_bad_findings_file_is_refused_in_one_line_and_nothing_is_built(tmp_pat
     assert rc == 2 and len(err) <= 2 and re.search(says, err[0]), err    # the problem, then its fix
     assert err[0].startswith("race leaderboard: error: ") and str(bad) in err[0]
     assert not (tmp_path / "site").exists() and not list(tmp_path.glob(".site*"))
+
+
+# ---------------------------------------------------------------- the current verdicts
+
+
+def test_the_docs_first_table_is_race_findings_headline(capsys):
+    """docs/findings.md opens with the current verdict of each claim; the table between its markers
+    is what `race findings --headline --format markdown` prints from the committed exports, and the
+    default (every export under docs/) is the same."""
+    text = (home() / "docs" / "findings.md").read_text(encoding="utf-8")
+    first = text.index("<!-- headline: ")
+    assert text.index("| claim |") > first and "| claim |" not in text[:first]       # the first table
+    marker, rest = text[first:].split("-->", 1)
+    argv = shlex.split(marker.removeprefix("<!-- headline: race "))
+    block = rest.split("<!-- /headline -->", 1)[0].strip()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == block
+    assert main(["findings", "--headline", "--format", "markdown"]) == 0
+    assert capsys.readouterr().out.strip() == block
+    rows = [ln for ln in block.splitlines()[2:]]
+    assert [ln.split(" ", 2)[1] for ln in rows] == [f"({c})" for c in "abcdef"]
+    assert all(" [" in ln or "exact:" in ln or " in " in ln for ln in rows)           # each with its number
+
+
+def test_the_latest_study_designed_for_a_claim_decides_it(tmp_path, capsys):
+    """A later export decides only the claims its design names; its verdicts on the others stand
+    beside the deciding one."""
+    import shutil
+
+    from suite.analysis.headline import headline
+
+    paper, decisive = home() / "docs" / "findings", home() / "docs" / "decisive"
+    rows = {r["id"]: r for r in headline([paper, decisive])}
+    assert {c: rows[c]["folder"] for c in "abcdef"} == {"a": "docs/findings", "b": "docs/findings", "c": "docs/decisive",
+                                                         "d": "docs/findings", "e": "docs/findings", "f": "docs/decisive"}
+    assert rows["d"]["others"] == [{"study": "decisive", "folder": "docs/decisive", "verdict": "not reproduced",
+                                    "designed": False}]
+    # the same decisive study, dated before the 90-cell one: the older design no longer decides
+    early = tmp_path / "early"
+    early.mkdir()
+    shutil.copy(decisive / "findings.json", early)
+    study = json.loads((decisive / "study.json").read_text())
+    study["sessions"][-1]["finished"] = "2026-11-30T00:00:00Z"
+    (early / "study.json").write_text(json.dumps(study))
+    rows = {r["id"]: r for r in headline([paper, early])}
+    assert rows["c"]["folder"] == "docs/findings" and rows["c"]["verdict"] == "inconclusive"
+    assert main(["findings", "--headline", str(tmp_path / "nothing")]) == 2
+    assert "no findings.json" in capsys.readouterr().err

@@ -203,11 +203,13 @@ def test_calibration_prices_evaluation_per_problem_and_the_points_along_the_run(
 
 @pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: str(p.relative_to(home())))
 def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, capsys):
-    """The findings table is one documented command away from the committed reports."""
-    assert main(["findings", str(folder), "--check"]) == 0, capsys.readouterr().out
-    capsys.readouterr()
+    """The findings table is one documented command away from the committed reports (the run
+    folders of the CI fixture, the packed runs.jsonl.xz of docs/findings and docs/decisive):
+    computed once, compared byte for byte (what `race findings DIR --check` compares;
+    test_check_fails_when_a_committed_number_changes runs --check itself)."""
     assert main(["findings", str(folder), "--out", str(tmp_path), "--no-plots"]) == 0
-    assert (tmp_path / "findings.md").read_text() == (folder / "findings.md").read_text()
+    for name in ("findings.json", "findings.md"):
+        assert (tmp_path / name).read_bytes() == (folder / name).read_bytes(), name
     # ... and it says how to put them on the site: that command, run as printed, builds the page
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("On the leaderboard site: race ")]
     argv = shlex.split(line.removeprefix("On the leaderboard site: race "))
@@ -217,6 +219,16 @@ def test_committed_findings_regenerate_from_their_reports(folder, tmp_path, caps
     assert "(f) RACE" in (tmp_path / "site" / "findings.html").read_text()
 
 
+def test_committed_study_data_weighs_under_10_mb():
+    """Issue 39: the tree holds under 10 MB of study data. Every folder of docs/ and tests/fixtures
+    that holds a study (its study.json) is counted whole: packed runs, findings, figures."""
+    folders = {p.parent for root in (home() / "docs", home() / "tests" / "fixtures") for p in root.rglob("study.json")}
+    assert {home() / "docs" / "findings", home() / "docs" / "decisive"} <= folders
+    size = sum(f.stat().st_size for d in folders for f in d.rglob("*") if f.is_file())
+    assert size < 10 * 1024 ** 2, f"{size / 1024 ** 2:.1f} MB of study data"
+    assert not list((home() / "docs").rglob("*.samples.jsonl"))      # per-sample logs go into runs.jsonl.xz
+
+
 def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
     if not COMMITTED:
         pytest.fail("no committed findings fixture (tests/fixtures/findings-ci)")
@@ -224,6 +236,7 @@ def test_check_fails_when_a_committed_number_changes(tmp_path, capsys):
 
     copy = tmp_path / "f"
     shutil.copytree(COMMITTED[0], copy)
+    assert main(["findings", str(copy), "--check"]) == 0, capsys.readouterr().out
     md = copy / "findings.md"
     md.write_text(md.read_text().replace("reproduced", "REPRODUCED", 1))
     assert main(["findings", str(copy), "--check"]) == 1
@@ -312,3 +325,37 @@ def test_the_docs_claim_table_matches_the_plan(paper):
     assert rows == {c: str(len(ids)) for c, ids in study.claim_cells(paper).items()}
     blocks = dict(re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M))
     assert blocks == {b: str(len(ids)) for b, ids in paper.blocks.items()}
+
+
+def test_the_rest_of_the_decisive_study_is_one_resumable_command(tmp_path, capsys):
+    """tasks/studies/decisive-seeds8-15.yaml is decisive.yaml's 104 cells with seeds 8-15 ordered one
+    seed at a time; `--from docs/decisive` unpacks the 64 done cells (reports and logs, as they were
+    exported) so that exactly the 40 of seeds 8-15 remain to run, and a second call unpacks nothing."""
+    from suite.cli.commands.study import seed_from
+    from suite.pipeline.gridrun import evaluated
+
+    rest, whole = (study.plan(study.load(tasks() / "studies" / f)) for f in ("decisive-seeds8-15.yaml", "decisive.yaml"))
+    assert sorted(pc.cell.id for pc in rest.cells) == sorted(pc.cell.id for pc in whole.cells) and len(rest.cells) == 104
+    order = [pc.cell.id for pc in rest.cells]
+    assert [int(i.rsplit("-s", 1)[1]) for i in order[64:]] == [s for s in range(8, 16) for _ in range(5)]
+    out = tmp_path / "decisive"
+    assert seed_from(rest, home() / "docs" / "decisive", out).startswith(f"from {home() / 'docs' / 'decisive'}: 64 of")
+    todo = [pc.cell.id for pc in rest.cells if not evaluated(out / "cells" / pc.cell.id / "report.json", rest.evaluation)]
+    assert len(todo) == 40 and all(int(i.rsplit("-s", 1)[1]) >= 8 for i in todo)
+    assert (out / "study.json").is_file()
+    assert " 0 of the plan's 104 cells" in seed_from(rest, home() / "docs" / "decisive", out)
+
+
+def test_the_f_study_that_can_fail_is_planned_where_the_measured_best_moves():
+    """tasks/studies/f-can-fail.yaml (planned, not run): policy-m with the PRM, where the committed
+    90-cell study measured the update-heavy mu4-r8 best at 1e12 and mu1-r8 best at 4e12 (the claim
+    is checked here against docs/findings/findings.json, so the file's premise cannot drift)."""
+    sp = study.plan(study.load(tasks() / "studies" / "f-can-fail.yaml"))
+    assert (sp.study.pilot, sp.study.validation) == (10**12, 4 * 10**12) and study.claim_cells(sp)["f"]
+    at = {b: {pc.cell.allocation for pc in sp.cells if pc.cell.budget == b} for b in (sp.study.pilot, sp.study.validation)}
+    assert at[sp.study.pilot] == at[sp.study.validation] == {"mu1-r8", "mu2-r8", "mu4-r8"}
+    assert {pc.cell.reward for pc in sp.cells} == {"prm"} and sp.evaluation.curve.every == 5
+    committed = json.loads((home() / "docs" / "findings" / "findings.json").read_text())
+    best = {c["condition"]["budget_band"]["high"]: c["best"] for c in committed["conditions"]
+            if c["name"].startswith("policy-m") and " prm " in c["name"] and c["name"].endswith("arith-easy-250/pass@1")}
+    assert best == {10**12: "mu4-r8", 4 * 10**12: "mu1-r8"}

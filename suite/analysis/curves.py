@@ -110,6 +110,9 @@ class Series:
     """(S, n) each run's step-0 scores, None when step 0 was not scored."""
     ends: np.ndarray = field(repr=False)
     """(S,) index of each run's end among the points."""
+    phases: Mapping[str, np.ndarray] = field(repr=False, default_factory=dict)
+    """Phase (rollout, update, reward) -> (P,) cumulative FLOPs of each point in it (the report's
+    curve stamps and totals); suite.analysis.surface fits over them."""
 
     @property
     def problems(self) -> int:
@@ -168,18 +171,23 @@ def _pick(scores: np.ndarray, have: Sequence[int], ids: Sequence[int]) -> np.nda
 def _one(cond: Condition, group: str, members: list[Run], target: str, base: str, metric: str,
          ids: list[int]) -> Series | None:
     seed_of, steps, flops, rows, base_rows, ends = [], [], [], [], [], []
+    phases: dict[str, list[float]] = defaultdict(list)
+    names = ("rollout", "update", "reward")
     for i, r in enumerate(members):
         zero = [p for p in r.curve if p.step == 0 and (base, metric) in p.scores]
         if zero:
             base_rows.append(_pick(zero[0].scores[base, metric], zero[0].ids[base], ids))
-        points = [(p.step, p.flops, _pick(p.scores[base, metric], p.ids[base], ids)) for p in r.curve
+        points = [(p.step, p.flops, _pick(p.scores[base, metric], p.ids[base], ids), p.phases) for p in r.curve
                   if p.step > 0 and p.flops > 0 and (base, metric) in p.scores]
         ends.append(len(rows) + len(points))
-        for step, f, x in [*points, (r.steps, r.flops, _pick(r.scores[target, metric], r.ids[target], ids))]:
+        for step, f, x, ph in [*points, (r.steps, r.flops, _pick(r.scores[target, metric], r.ids[target], ids),
+                                         r.phase_flops)]:
             seed_of.append(i)
             steps.append(step)
             flops.append(f)
             rows.append(x)
+            for k in names:
+                phases[k].append(float(ph.get(k, np.nan)))
     if len(base_rows) not in (0, len(members)):
         raise RaceError(f"{group}: some seeds were scored at step 0 and some not",
                         "score every seed's curve the same way (race eval RUN_DIR --curve)")
@@ -187,7 +195,8 @@ def _one(cond: Condition, group: str, members: list[Run], target: str, base: str
     return Series(condition=cond, label=first.label, lora_rank=first.lora_rank, group=group,
                   runs=tuple(r.path for r in members), seed_of=np.array(seed_of), steps=np.array(steps),
                   flops=np.array(flops, dtype=np.float64), scores=np.stack(rows),
-                  base=np.stack(base_rows) if base_rows else None, ends=np.array(ends))
+                  base=np.stack(base_rows) if base_rows else None, ends=np.array(ends),
+                  phases={k: np.array(v, dtype=np.float64) for k, v in phases.items()})
 
 
 # ---------------------------------------------------------------- the fit

@@ -97,6 +97,8 @@ class Point:
     """(B,) bootstrap replicates of the mean score."""
     runs: tuple[str, ...] = ()
     """The run folders pooled."""
+    phase_flops: Mapping[str, float] = field(default_factory=dict, compare=False)
+    """Mean training FLOPs per phase over seeds (rollout, update, reward; suite.analysis.surface)."""
 
     def allocation(self) -> Allocation:
         """suite.analysis.frontier's Allocation (observed score)."""
@@ -157,7 +159,8 @@ def analyse(runs: Sequence[Run], settings: Settings = Settings()) -> Analysis:
                 num_iterations=first.num_iterations, p=mean(lambda r: r.p), reward_share=mean(lambda r: r.reward_share),
                 total_flops=mean(lambda r: r.flops), steps=mean(lambda r: r.steps),
                 completions=mean(lambda r: r.completions), n=len(members), score=float(x.mean()),
-                replicates=rs.means(x, target=target, group=name), runs=tuple(r.path for r in members)))
+                replicates=rs.means(x, target=target, group=name), runs=tuple(r.path for r in members),
+                phase_flops={k: mean(lambda r, k=k: r.phase_flops.get(k, 0)) for k in ("rollout", "update", "reward")}))
     ordered = {c: tuple(sorted(points[c], key=lambda x: (x.p, x.label, x.lora_rank))) for c in sorted(points)}
     return Analysis(tuple(runs), settings, ordered, dict(sorted(targets.items())))
 
@@ -438,20 +441,21 @@ def claim_f(an: Analysis) -> dict:
     return _verdict(verdict, summary, h, s["runs"])
 
 
-def with_holdout(an: Analysis) -> Analysis:
+def with_holdout(an: Analysis, surface: bool = False) -> Analysis:
     """The analysis with RACE validated on its held-out budget (suite.analysis.holdout): the replay runs
-    RACE's fits once per replicate, so it is computed once and kept."""
+    RACE's fits once per replicate, so it is computed once and kept. `surface`: with the pilot
+    surface's predictor too (suite.analysis.surface; `race curves --surface`)."""
     from .curves import series
     from .holdout import validate
 
-    if an.holdout is not None:
+    if an.holdout is not None and (not surface or "surface" in (an.holdout["summary"] or {}).get("predictors", {})):
         return an
     pilot = [r for r in an.runs if r.budget == an.settings.pilot]
     curves = series(pilot) if any(r.curve for r in pilot) else None     # the curve predictor, where runs have curves
     return replace(an, holdout=validate(an.points, an.settings.pilot, an.settings.validation,
                                         replicates=min(an.settings.race_replicates, an.settings.replicates),
                                         level=an.settings.level, curves=curves,
-                                        resampler=Resampler(an.settings.replicates, an.settings.seed)))
+                                        resampler=Resampler(an.settings.replicates, an.settings.seed), surface=surface))
 
 
 # ---------------------------------------------------------------- the document

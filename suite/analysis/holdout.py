@@ -18,6 +18,11 @@ predicted at its pilot score. For all three the *pick hit rate* is the share of 
 which the pick scores as the validation budget's best allocation (a tie counts), with the regret
 beside it.
 
+Where asked (`surface=True`, `race curves --surface`), a fourth: one surface over update and
+rollout FLOPs fitted to every pilot allocation's points at once (suite.analysis.surface),
+evaluated at each validation allocation's mean update and rollout FLOPs; a refused surface
+predicts every allocation at its pilot score. findings.json leaves it out (its bytes stay).
+
 Uncertainty: the whole replay — diagnosis, truth, picks, baseline — is repeated on every
 bootstrap replicate of the scores (suite.analysis.stats: problems and seeds resampled, shared with every
 other statistic of the study), so the hit rate and the regrets get percentile intervals.
@@ -81,6 +86,12 @@ class Replay:
     """Its predicted validation score."""
     curve_regret: float | None = None
     """Best validation score minus that of the curves' pick."""
+    surface_pick: str | None = None
+    """Label the pilot surface predicts best (None without a surface)."""
+    surface_predicted: float | None = None
+    """Its predicted validation score."""
+    surface_regret: float | None = None
+    """Best validation score minus that of the surface's pick."""
 
     @property
     def hit(self) -> bool:
@@ -89,18 +100,21 @@ class Replay:
 
 
 def _replay(pilot: Sequence, val: Sequence, b: int | None, base: Baseline | None,
-            threshold: float, predicted: Mapping[str, tuple[float, np.ndarray]] | None = None) -> Replay:
+            threshold: float, predicted: Mapping[str, tuple[float, np.ndarray]] | None = None,
+            surfaced: Mapping[str, tuple[float, np.ndarray]] | None = None) -> Replay:
     d = diagnose_points([_allocation(x, b) for x in pilot], feedback_threshold=threshold)
     judged = [_allocation(x, b) for x in val]
     truth, side = oracle(judged, d.centre, threshold)
     top, chosen = best(judged), pick(d, judged)
     base_pick = base.pick(judged) if base is not None else None
     curve = {}
-    if predicted is not None:       # the curves' pick: best predicted score, ties as `best` breaks them
-        guess = best([replace(a, score=predicted[a.label][0] if b is None else float(predicted[a.label][1][b]))
-                      for a in judged])
-        got = next(a for a in judged if a.label == guess.label)
-        curve = dict(curve_pick=guess.label, curve_predicted=guess.score, curve_regret=top.score - got.score)
+    for prefix, pred in (("curve", predicted), ("surface", surfaced)):
+        if pred is not None:        # a predictor's pick: best predicted score, ties as `best` breaks them
+            guess = best([replace(a, score=pred[a.label][0] if b is None else float(pred[a.label][1][b]))
+                          for a in judged])
+            got = next(a for a in judged if a.label == guess.label)
+            curve.update({f"{prefix}_pick": guess.label, f"{prefix}_predicted": guess.score,
+                          f"{prefix}_regret": top.score - got.score})
     return Replay(regime=d.regime, side=d.update_side, truth=truth, truth_side=side, chosen=chosen.label,
                   best=top.label, baseline=None if base_pick is None else base_pick.label,
                   regret=top.score - chosen.score,
@@ -150,7 +164,7 @@ def _baseline(native: Mapping[str, Sequence], b: int | None) -> Baseline | None:
 def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, *,
              replicates: int, level: float = 0.95, threshold: float = FEEDBACK_THRESHOLD,
              metrics: Sequence[str] = METRICS, curves: Mapping[Condition, Sequence] | None = None,
-             resampler: Resampler | None = None) -> dict:
+             resampler: Resampler | None = None, surface: bool = False) -> dict:
     """RACE's held-out validation over every condition (points: suite.analysis.findings.Point per
     allocation) that has at least MIN_POINTS common
     allocations at the `pilot` and the `validation` budget (band upper ends). Uses the first
@@ -158,7 +172,8 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
     trial per condition (observed replay, regret interval, replicate hit share) and the summary
     (hit rate, mean regret, the baseline's mean regret and the difference, each with interval).
     `curves` (suite.analysis.curves.series of the runs) and `resampler` (the findings' plan) add
-    the curve predictor to every trial whose pilot allocations all have curves."""
+    the curve predictor to every trial whose pilot allocations all have curves; `surface` the
+    pilot surface's (suite.analysis.surface) too, under `surface` keys that appear only then."""
     pairs = []
     native: dict[str, list] = defaultdict(list)
     for cond, pts in points.items():
@@ -187,9 +202,17 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
     preds = [_predictions(p, v, (curves or {}).get(cond), resampler, replicates, level) for cond, p, v in pairs]
     if any(x is None for x in preds):
         preds = [None] * len(pairs)         # the predictors are compared on the same conditions
-    observed = [_replay(p, v, None, _baseline(native, None), threshold, pr and pr[0])
-                for (_, p, v), pr in zip(pairs, preds)]
-    reps = [[_replay(p, v, b, base, threshold, pr and pr[0]) for (_, p, v), pr in zip(pairs, preds)]
+    surf = [None] * len(pairs)
+    if surface:
+        from .surface import predictions
+
+        surf = [predictions((curves or {}).get(cond), p, v, resampler, replicates, cond) for cond, p, v in pairs]
+        if any(x is None for x in surf):
+            surf = [None] * len(pairs)
+    observed = [_replay(p, v, None, _baseline(native, None), threshold, pr and pr[0], sf and sf[0])
+                for (_, p, v), pr, sf in zip(pairs, preds, surf)]
+    reps = [[_replay(p, v, b, base, threshold, pr and pr[0], sf and sf[0])
+             for (_, p, v), pr, sf in zip(pairs, preds, surf)]
             for b in range(replicates) for base in [_baseline(native, b)]]
     trials = []
     for i, (cond, p, v) in enumerate(pairs):
@@ -211,9 +234,18 @@ def validate(points: Mapping[Condition, Sequence], pilot: int, validation: int, 
                 "predicted": estimate(o.curve_predicted, np.array([r[i].curve_predicted for r in reps]), level).to_dict(),
                 "regret": estimate(o.curve_regret, np.array([r[i].curve_regret for r in reps]), level).to_dict(),
                 "fitted": preds[i][1], "at_pilot_score": preds[i][2]}
+        if surface:
+            trial["surface"] = None if surf[i] is None else {
+                "chosen": o.surface_pick, "hit": _best_picked(o.surface_regret),
+                "hit_share": rounded(np.mean([_best_picked(r[i].surface_regret) for r in reps])),
+                "predicted": estimate(o.surface_predicted, np.array([r[i].surface_predicted for r in reps]),
+                                      level).to_dict(),
+                "regret": estimate(o.surface_regret, np.array([r[i].surface_regret for r in reps]), level).to_dict(),
+                "fitted": surf[i][1], "at_pilot_score": surf[i][2], "refusal": surf[i][3]}
         trials.append(trial)
     runs = len({r for _, p, v in pairs for x in (*p, *v) for r in x.runs})
-    return {"settings": settings, "trials": trials, "summary": {"runs": runs, **_summary(observed, reps, level)}}
+    return {"settings": settings, "trials": trials,
+            "summary": {"runs": runs, **_summary(observed, reps, level, surface)}}
 
 
 def _best_picked(regret: float) -> bool:
@@ -221,7 +253,7 @@ def _best_picked(regret: float) -> bool:
     return regret <= 1e-9
 
 
-def _summary(observed: list[Replay], reps: list[list[Replay]], level: float) -> dict:
+def _summary(observed: list[Replay], reps: list[list[Replay]], level: float, surface: bool = False) -> dict:
     def stat(fn) -> Estimate:
         return estimate(fn(observed), np.array([fn(r) for r in reps]), level)
 
@@ -244,5 +276,8 @@ def _summary(observed: list[Replay], reps: list[list[Replay]], level: float) -> 
         "race": predictor(lambda r: r.regret),
         "baseline": predictor(lambda r: r.baseline_regret) if out["baseline_mean_regret"] else None,
         "curves": predictor(lambda r: r.curve_regret) if all(r.curve_pick is not None for r in observed) else None}
+    if surface:
+        out["predictors"]["surface"] = predictor(lambda r: r.surface_regret) \
+            if all(r.surface_pick is not None for r in observed) else None
     return out
 

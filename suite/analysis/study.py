@@ -230,9 +230,10 @@ class Rates:
 
 
 def calibrate(directory: str | os.PathLike) -> Rates:
-    """Rates from every cell under `directory` with a report and a timing.json (suite.record.timing)."""
-    from ..record.report import read_report
-    from ..record.timing import TIMING_FILE, read_timing
+    """Rates from every cell under `directory` with a report and a timing.json (suite.record.timing):
+    run folders, or an export that packed them (suite.analysis.evidence.PACKED)."""
+    from ..record.timing import TIMING_FILE
+    from .evidence import timed_reports
 
     root = Path(directory)
     sums: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -242,11 +243,11 @@ def calibrate(directory: str | os.PathLike) -> Rates:
     along: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     reward_unit: dict[tuple, str] = {}
     names, loads = [], []
-    for t in sorted(root.rglob(TIMING_FILE)):
-        timing = read_timing(t.parent)
-        if not (t.parent / "report.json").is_file() or not {"train_seconds", "eval_seconds"} & set(timing):
+    if not root.is_dir():
+        raise RaceError(f"--calibrate {root}: no such folder", "name a study or grid output, or an export")
+    for name, rep, timing in timed_reports(root):
+        if not {"train_seconds", "eval_seconds"} & set(timing):
             continue
-        rep = read_report(t.parent / "report.json", check=False, name=t.parent.relative_to(root).as_posix())
         model, system = rep.model, rep.reward_system
         flops, secs = rep.flops, rep.seconds
         if "train_seconds" in timing and not timing.get("train_resumed"):
@@ -271,7 +272,7 @@ def calibrate(directory: str | os.PathLike) -> Rates:
             if n:
                 along[model, system][0] += timing["curve_seconds"]
                 along[model, system][1] += n
-        names.append(t.parent.name)
+        names.append(name)
     if not names:
         raise RaceError(f"{root}: no measured cells (report.json with a {TIMING_FILE} beside it)",
                         "run a few cells of the study with `race grid` or `race study` first")

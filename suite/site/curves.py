@@ -46,7 +46,44 @@ def table(doc: dict) -> str:
             if lead:
                 lines.append(f"  {what}: {lead['label']} (leads in {lead['prob']:.0%} of replicates, "
                              f"among {lead['of']} fitted)")
+    if doc.get("surface"):
+        lines += ["", *surface_table(doc["surface"])]
     return "\n".join(lines)
+
+
+def surface_table(sec: dict) -> list[str]:
+    """The surfaces (parameters with intervals, or the refusal) and the held-out predictors side by
+    side: how often each picks the validation budget's best allocation, and its regret."""
+    st = sec["settings"]
+    lines = [f"Surface {sec['form']}: Huber delta {st['huber_delta']}, L-BFGS-B with restarts, "
+             f"{st['replicates']} replicates (seed {st['seed']})"]
+    for c in sec["conditions"]:
+        head = f"  {c['name']} ({c['points']} points, {c['rays']} update shares, budgets " \
+               f"{', '.join(f'{b:.3g}' for b in c['budgets'])})"
+        if c["status"] == "refused":
+            lines += [head, f"    refused: {c['reason'].split(': ', 1)[1]}"]
+            continue
+        lines += [head, f"    R_inf {_e(c['R_inf'])}  A {_e(c['A'], '.3g')}  alpha {_e(c['alpha'], '.2f')}  "
+                        f"B {_e(c['B'], '.3g')}  beta {_e(c['beta'], '.2f')}"]
+        lines += [f"    R at {p['label']}: {_e(p['value'])}" for p in c["predictions"]]
+    h = sec.get("holdout")
+    if not h:
+        lines.append("  held-out predictors: none (one budget, or no condition with 3 allocations at both)")
+        return lines
+    fitted = sum(t["surface_refusal"] is None for t in h["trials"] if t["surface"])
+    lines += ["", f"Held-out predictors, pilot {h['settings']['pilot_budget']:.3g} -> validation "
+                  f"{h['settings']['validation_budget']:.3g} FLOPs, {len(h['trials'])} conditions "
+                  f"({h['settings']['replicates']} replicates):",
+              f"  {'predictor':<46} {'picks the validation best':<26} mean regret"]
+    for r in h["predictors"]:
+        lines.append(f"  {r['what']:<46} {_e(r['pick_hit_rate']):<26} {_e(r['mean_regret'])}")
+    if any(t["surface"] for t in h["trials"]):
+        lines.append(f"  the surface was fitted in {fitted} of {len(h['trials'])} conditions; where refused it "
+                     f"predicts each allocation's pilot score")
+    for t in h["trials"]:
+        lines.append(f"  {t['name']}: best {t['best']}; RACE {t['race']}, baseline {t['baseline']}, curves "
+                     f"{t['curves'] or '—'}, surface {t['surface'] or '—'}")
+    return lines
 
 
 def plot(doc: dict, out: str | os.PathLike) -> list[Path]:

@@ -40,6 +40,30 @@ def claims_text(doc: dict) -> str:
     return "\n".join(f"({c['id']}) {c['verdict'].upper()}: {c['claim']}\n    {c['summary']}" for c in doc["claims"])
 
 
+def headline_text(rows: list[dict]) -> str:
+    """The current verdict of each claim (suite.analysis.headline) for a terminal."""
+    out = []
+    for r in rows:
+        others = "; ".join(f"{o['study']}: {o['verdict']}" + ("" if o["designed"] else " (not designed for it)")
+                           for o in r["others"])
+        out += [f"({r['id']}) {r['verdict'].upper()} — decided by {r['study']} ({r['folder']}, {r['cells']} cells, "
+                f"{r['finished'][:10]})" + ("" if r["designed"] else " [no study was designed for it]"),
+                f"    {r['number']}", f"    why: {r['rule']}"] + ([f"    other runs: {others}"] if others else [])
+    return "\n".join(out)
+
+
+def headline_markdown(rows: list[dict]) -> str:
+    """The same as a Markdown table: the first table of docs/findings.md."""
+    out = ["| claim | current verdict | the number behind it (95% interval) | decided by | why | other runs |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        others = "; ".join(f"{o['study']}: {o['verdict']}" + ("" if o["designed"] else " (not designed for it)")
+                           for o in r["others"]) or "—"
+        by = f"`{r['folder']}` ({r['study']}, {r['cells']} cells, {r['finished'][:10]})"
+        out.append(f"| ({r['id']}) {r['claim']} | **{r['verdict']}** | {r['number']} | {by} | {r['rule']} | {others} |")
+    return "\n".join(out) + "\n"
+
+
 def markdown(doc: dict) -> str:
     """findings.md: the claims table, RACE's held-out validation, every condition with intervals."""
     return _env().get_template("findings.md.j2").render(doc=doc)

@@ -24,6 +24,12 @@ def configure(p):
                    help="metrics to fit (default: pass@1 process_judge; native_reward is each reward's own scale)")
     p.add_argument("--replicates", type=int, default=1000, metavar="N", help="bootstrap replicates (default 1000)")
     p.add_argument("--seed", type=int, default=2607, metavar="N", help="seed of the resampling plan (default 2607)")
+    p.add_argument("--surface", action="store_true",
+                   help="also fit one surface per condition over update and rollout FLOPs, R(C_u, C_r) = R_inf - "
+                        "A/C_u^alpha - B/C_r^beta (Huber loss, L-BFGS-B with restarts, bootstrap intervals; every "
+                        "budget given pooled), and score it as a predictor of the held-out budget beside RACE, the "
+                        "global baseline and the per-allocation curves (hit rate and regret with intervals); "
+                        "pilot and validation budgets from RUNS' study.json, else the smallest and largest")
     p.add_argument("--no-plots", action="store_true", help="skip the figure")
     return run
 
@@ -55,6 +61,17 @@ def run(args) -> int:
                 runs.append(r)
     doc = curves.curves_of(runs, budget=args.budget, replicates=args.replicates, seed=args.seed, metrics=metrics,
                            source={"folders": [str(f) for f in args.runs]})
+    if args.surface:
+        from suite.analysis import findings, surface
+        from suite.analysis.study import findings_settings, read_study_json
+
+        holdout = None
+        if len({r.budget for r in runs}) > 1:     # the held-out table, on the findings' settings and replicates
+            an = findings.analyse(runs, findings_settings(read_study_json(args.runs[0])))
+            holdout = findings.with_holdout(an, surface=True).holdout
+        doc["surface"] = surface.document(runs, replicates=min(args.replicates, 500), seed=args.seed, metrics=metrics,
+                                          holdout=holdout)
+        curves.check(doc)
     fitted = sum(a["status"] == "fitted" for c in doc["conditions"] for a in c["allocations"])
     refused = curves.refusals(doc)
     if not fitted:

@@ -16,11 +16,22 @@ def configure(p):
                 "`race leaderboard build --findings OUT/findings.json --out SITE` puts them on the site. Settings "
                 "come from DIR/study.json when there is one; the flags override them. Same files, same settings: the "
                 "same bytes. How to read them: docs/findings.md.")
-    p.add_argument("directory", metavar="DIR", help="a study folder (race study --out) or an exported one (--export)")
+    p.add_argument("directory", metavar="DIR", nargs="*",
+                   help="a study folder (race study --out) or an exported one (--export); with --headline, any "
+                        "number of exports (default: those under the checkout's docs/)")
+    p.add_argument("--headline", action="store_true",
+                   help="print the current verdict of each claim (a)-(f): the latest export whose design names the "
+                        "claim decides it, with the number behind it, its interval and the rule; the other exports' "
+                        "verdicts beside it (the first table of docs/findings.md)")
+    p.add_argument("--format", choices=("text", "markdown"), default="text",
+                   help="with --headline: text (default) or the Markdown table docs/findings.md holds")
     p.add_argument("--out", metavar="OUT", help="where the findings go (default: DIR)")
     p.add_argument("--export", metavar="DEST",
-                   help="first copy DIR's reports, trimmed per-sample logs (scores only) and study.json to DEST — a "
-                        "folder small enough to commit — then write the findings there")
+                   help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
+                        "compressed file, with study.json — a folder small enough to commit — then write the findings "
+                        "there")
+    p.add_argument("--trimmed", action="store_true",
+                   help="with --export: the reports and trimmed logs as run folders instead of one compressed file")
     p.add_argument("--check", action="store_true",
                    help="recompute and compare with the findings.json and findings.md already in OUT; exit 1 when "
                         "they differ (nothing is written)")
@@ -56,11 +67,28 @@ def run(args) -> int:
     from suite.pipeline.studyrun import site_command, stale_findings, write_findings
     from suite.site.findings import claims_text
 
-    directory = Path(args.directory)
+    if args.headline:
+        from suite.analysis.headline import exports_under, headline
+        from suite.paths import home
+        from suite.site.findings import headline_markdown, headline_text
+
+        folders = args.directory or exports_under(home() / "docs")
+        rows = headline(folders)
+        print(headline_markdown(rows) if args.format == "markdown" else headline_text(rows), end="\n" if
+              args.format == "text" else "")
+        return 0
+    if len(args.directory) != 1:
+        raise RaceError(f"race findings takes one DIR, got {len(args.directory)}",
+                        "name a study folder (or pass --headline to read several exports)")
+    if args.format != "text":
+        raise RaceError("--format shapes --headline's table", "add --headline")
+    directory = Path(args.directory[0])
+    if args.trimmed and not args.export:
+        raise RaceError("--trimmed shapes an export", "add --export DEST")
     if args.export:
         dest = Path(args.export)
-        export(directory, dest)
-        if (directory / STUDY_FILE).is_file():
+        export(directory, dest, packed=not args.trimmed)
+        if (directory / STUDY_FILE).is_file() and directory.resolve() != dest.resolve():
             shutil.copyfile(directory / STUDY_FILE, dest / STUDY_FILE)
         directory = dest
     out = Path(args.out) if args.out else directory

@@ -19,6 +19,10 @@ def configure(p):
     p.add_argument("study", metavar="STUDY.yaml", help="study file (tasks/studies/*.yaml)")
     p.add_argument("--out", metavar="DIR", help="output folder: DIR/study.json, DIR/cells/<cell>/, DIR/findings.md ...; "
                                                 "required unless --plan")
+    p.add_argument("--from", dest="source", metavar="EXPORT",
+                   help="start from a committed export (e.g. docs/decisive): its cells of this plan are unpacked into "
+                        "--out first (those already there are kept), with its study.json, so only the rest run; rerun "
+                        "the same command to resume")
     p.add_argument("--plan", action="store_true", help="print the plan (blocks, claim -> cells, every cell) and stop")
     p.add_argument("--calibrate", metavar="DIR",
                    help="price the plan with cells measured on this machine (folders with report.json and "
@@ -33,6 +37,34 @@ def configure(p):
     return run
 
 
+def seed_from(sp, source, out) -> str:
+    """Unpack the planned cells an export holds (suite.analysis.evidence.PACKED, or run folders)
+    into out/cells/ when absent there, and its study.json when out has none; one line says what."""
+    import shutil
+
+    from suite.analysis.evidence import PACKED, unpack
+    from suite.analysis.study import STUDY_FILE
+    from suite.pipeline.gridrun import CELLS_DIR
+
+    if not source.is_dir():
+        raise RaceError(f"--from {source}: no such folder", "name an exported study (race findings --export)")
+    wanted = {f"{CELLS_DIR}/{pc.cell.id}" for pc in sp.cells}
+    if (source / PACKED).is_file():
+        before = {p.parent for p in (out / CELLS_DIR).glob("*/report.json")}
+        unpack(source / PACKED, out, only=wanted.__contains__)
+        got = {p.parent for p in (out / CELLS_DIR).glob("*/report.json")} - before
+    else:
+        got = set()
+        for rel in sorted(wanted):
+            if (source / rel / "report.json").is_file() and not (out / rel / "report.json").exists():
+                shutil.copytree(source / rel, out / rel, dirs_exist_ok=True)
+                got.add(out / rel)
+    if (source / STUDY_FILE).is_file() and not (out / STUDY_FILE).exists():
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / STUDY_FILE, out / STUDY_FILE)
+    return f"from {source}: {len(got)} of the plan's {len(wanted)} cells unpacked into {out / CELLS_DIR}/"
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -42,6 +74,8 @@ def run(args) -> int:
     from suite.site.findings import claims_text
 
     check_runner(args, "study")
+    if args.source and not Path(args.source).is_dir():
+        raise RaceError(f"--from {args.source}: no such folder", "name an exported study (race findings --export)")
     sp = study.plan(study.load(args.study))
     rates = study.calibrate(args.calibrate) if args.calibrate else None
     from suite.pipeline.executors import resolve_workers
@@ -49,6 +83,8 @@ def run(args) -> int:
     print(study.plan_text(sp, rates, resolve_workers(args.workers, args.threads or 1, len(sp.cells), args.executor)))
     if args.plan:
         return 0
+    if args.source:
+        print(seed_from(sp, Path(args.source), Path(args.out)))
     res = studyrun.run(sp, args.out, workers=args.workers, executor=args.executor, threads=args.threads,
                        progress=not args.no_progress, address=args.address, gpus_per_cell=args.gpus_per_cell)
     out = Path(args.out)
