@@ -46,7 +46,8 @@ VERL_SECONDS = {"rollout": ("timing_s/gen",), "reward": ("timing_s/reward",),
 """verl timers summed into each phase's seconds (timing_s/step minus these is 'other')."""
 
 VERL_KEPT = ("critic/score/mean", "critic/rewards/mean", "response_length/clip_ratio", "actor/entropy",
-             "perf/mfu/actor", "perf/mfu/actor_infer", "perf/throughput")
+             "perf/mfu/actor", "perf/mfu/actor_infer", "perf/throughput", "response_length/min", "response_length/max",
+             "prompt_length/min", "prompt_length/max")
 """verl metrics copied into each ledger record's metrics."""
 
 TRL_NEEDED: dict[str, str] = {
@@ -56,7 +57,8 @@ TRL_NEEDED: dict[str, str] = {
 }
 """TRL log_history keys the import cannot do without."""
 
-TRL_KEPT = ("reward", "reward_std", "kl", "entropy", "loss", "completions/clipped_ratio", "learning_rate")
+TRL_KEPT = ("reward", "reward_std", "kl", "entropy", "loss", "completions/clipped_ratio", "learning_rate",
+            "completions/min_length", "completions/max_length")
 """TRL metrics copied into each ledger record's metrics."""
 
 DEFAULT_PEAK_TFLOPS = 989.0
@@ -277,6 +279,10 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.report import Provenance, build_report, write_report
     from ..record.runspec import EngineSpec
 
+    from .sanity import check_steps
+
+    # a log that contradicts itself (a mean outside its own [min, max], ...) is refused before anything is written
+    check_steps(steps, cap=cell.max_completion_tokens, where=str(source.get("file", engine)))
     out = Path(out)
     ledger_path, report_path, cmp_path = out / "ledger.jsonl", out / "report.json", out / "comparison.json"
     if ledger_path.exists() and not force:
@@ -335,8 +341,15 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                 else:
                     mfu_flops = None
     if engine == "verl":
+        from ..validate.evidence import mfu_mismatch
+
         cmp.verl_estimator_update, cmp.verl_mfu_update = verl_est, mfu_flops
         cmp.peak_flops = peak_tflops * 1e12
+        why = mfu_mismatch(verl_est, mfu_flops)      # PROV-004: the engine's own MFU is outside evidence
+        if why:
+            ledger_path.unlink(missing_ok=True)
+            raise RaceError(f"{source.get('file', 'verl log')}: {why}",
+                            "import the run's own, unedited log with the --peak-tflops of its accelerator")
 
     report = build_report(ledger_path, spec, report_dir=out, evaluations=evaluations, provenance=Provenance(
         "imported", recorder=f"race import {source.get('engine', engine)}", steps=declared_steps or steps[-1].step,

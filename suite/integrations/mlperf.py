@@ -158,6 +158,10 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
     last_block = max((ev.get("metadata", {}).get("step") for ev in events
                       if ev.get("key") == "block_stop" and isinstance(ev.get("metadata", {}).get("step"), int)),
                      default=None)
+    from .sanity import check_markers
+
+    # block_stop's step is the step the next block would start at: steps 1..block_stop - 1 trained
+    check_markers(steps[-1].step, {"block_stop": None if last_block is None else last_block - 1}, where=where)
     gpus = _gpus(stats)
     hw = None
     if cell.hardware is not None:
@@ -194,9 +198,6 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
              f"the run description (provenance.assumptions). Rollout seconds are NeMo-RL's exposed_generation_time "
              f"(asynchronous generation overlaps training: the rest is hidden); 'other' is the rest of "
              f"train_step_time (weight sync included).")
-    if last_block is not None and last_block > steps[-1].step:
-        notes += (f" The log's last block_stop is at step {last_block}; steps without tracked_stats "
-                  f"({last_block - steps[-1].step}) are not in the ledger.")
     source = {"engine": "mlperf", "file": log.name, "fields": [*NEEDED, *HYPER]}
     return import_steps(steps, cell, out, engine="nemo-rl", engine_version=engine_version,
                         engine_profile=engine_profile or str(cell.engine.get("profile") or "nemo-rl-on-policy"),

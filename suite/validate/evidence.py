@@ -1,0 +1,161 @@
+"""Outside evidence: numbers a report carries that the forger did not compute -- the engine's own
+MFU figure (verl's perf/mfu/actor, which the import turns into FLOPs in comparison.json) and the
+mean lengths a published run's maintained description gives. Each is checked against the FLOPs
+and means the report claims. (The hardware utilization floor, from the run's seconds, is
+PHYS-012 / PLAUS-006 in physics and plausibility.)"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from .registry import Issue, rule
+
+MFU_TOLERANCE = 1.2
+"""How far the engine's MFU-implied update FLOPs may lie from its own estimator over the imported
+tokens (either way): verl's estimator runs over each sequence's real length (sum of L and L^2)
+where the import has the step's mean, a few percent apart; a log whose lengths or token totals
+were scaled while its MFU stayed is 1/f apart."""
+
+
+def mfu_mismatch(estimator_flops, mfu_flops) -> str | None:
+    """Why the engine's MFU-implied FLOPs disagree with its estimator over the imported tokens
+    (None when they agree within MFU_TOLERANCE, or either is unknown)."""
+    if not isinstance(estimator_flops, (int, float)) or not isinstance(mfu_flops, (int, float)) \
+            or isinstance(estimator_flops, bool) or isinstance(mfu_flops, bool):
+        return None
+    if not (math.isfinite(estimator_flops) and math.isfinite(mfu_flops)) or estimator_flops <= 0 or mfu_flops <= 0:
+        return None
+    r = mfu_flops / estimator_flops
+    if 1 / MFU_TOLERANCE <= r <= MFU_TOLERANCE:
+        return None
+    return (f"the engine's own MFU (perf/mfu/actor x peak x GPUs x update seconds) implies {mfu_flops:.4g} update "
+            f"FLOPs, but its estimator over the logged tokens gives {estimator_flops:.4g} ({r:.3g}x; at most "
+            f"{MFU_TOLERANCE:g}x either way): the log's lengths or token totals do not belong to the run that timed them")
+
+
+@rule("PROV-004", title="the engine's own MFU disagrees with the imported tokens", requires=("provenance",))
+def engine_mfu(ctx) -> Iterable[Issue]:
+    """verl logs its own model FLOPs utilization (`perf/mfu/actor`: its estimator's FLOPs over
+    the update's seconds, GPUs and device peak). `race import verl` turns it back into FLOPs
+    (comparison.json `verl_mfu_update`) beside verl's estimator over the tokens the log's
+    lengths give (`verl_estimator_update`), and refuses a log whose two figures lie more than
+    MFU_TOLERANCE apart (suite.integrations.sanity). A log whose lengths and token totals were
+    halved consistently keeps the MFU the run measured, and fails here. The rule reads the
+    comparison.json beside an imported report (where there is one) and holds the same bound;
+    the import's refusal is the check that matters (the log is the evidence; comparison.json is
+    the importer's output, which a forger may rewrite with the rest)."""
+    doc = ctx.doc
+    if doc["provenance"].get("method") != "imported" or ctx.base_dir is None:
+        return
+    path = Path(ctx.base_dir) / "comparison.json"
+    if not path.is_file():
+        return
+    from .. import jsonstrict
+
+    try:
+        cmp = jsonstrict.load(path, max_bytes=1 << 20)
+    except (jsonstrict.JSONInputError, OSError):
+        return
+    if not isinstance(cmp, dict):
+        return
+    why = mfu_mismatch(cmp.get("verl_estimator_update"), cmp.get("verl_mfu_update"))
+    if why:
+        yield Issue("$.provenance", why + " (comparison.json)", "import the run's own, whole log (race import verl)")
+
+
+# ---- published runs: the maintained descriptions ---------------------------------------------
+
+MEAN_FIELDS = ("mean_prompt_tokens", "mean_completion_tokens")
+
+
+@lru_cache(maxsize=1)
+def published_descriptions() -> dict[str, dict]:
+    """The maintained published-run descriptions (leaderboard/published/*.yaml) by their
+    publication URL and by name; empty where the suite ships without them."""
+    from .. import paths, yamlstrict
+    from ..errors import RaceError
+
+    out: dict[str, dict] = {}
+    folder = paths.home() / "leaderboard" / "published"
+    for f in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
+        try:
+            d = yamlstrict.load(f)
+        except (RaceError, OSError, ValueError):
+            continue
+        if not isinstance(d, dict):
+            continue
+        url = (d.get("published") or {}).get("url") if isinstance(d.get("published"), dict) else None
+        for key in (url, d.get("name")):
+            if isinstance(key, str):
+                out.setdefault(key, d)
+    return out
+
+
+def _described_means(d: dict) -> list[tuple[str, str, float, tuple[float, float] | None]]:
+    """(report path, field, value, assumed range or None) of the means a description gives: its
+    top-level means (an unstaged run) or each stage's."""
+    assumed = d.get("assumed") if isinstance(d.get("assumed"), dict) else {}
+    out = []
+
+    def rng(field):
+        a = assumed.get(field)
+        return (float(a["low"]), float(a["high"])) if isinstance(a, dict) and "low" in a and "high" in a else None
+
+    stages = d.get("stages") if isinstance(d.get("stages"), list) else None
+    for f in MEAN_FIELDS:
+        v = d.get(f)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not stages:
+            out.append(("$.provenance.means." + f[len("mean_"):], f, float(v), rng(f)))
+    for i, st in enumerate(stages or ()):
+        for f in MEAN_FIELDS:
+            v = st.get(f) if isinstance(st, dict) else None
+            if v is None:
+                v = d.get(f)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out.append((f"$.stages[{i}].means." + f[len("mean_"):], f, float(v), rng(f)))
+    return out
+
+
+def _report_mean(doc: dict, path: str):
+    parts = path[2:].replace("]", "").replace("[", ".").split(".")
+    x = doc
+    for p in parts:
+        if isinstance(x, list) and p.isdigit() and int(p) < len(x):
+            x = x[int(p)]
+        elif isinstance(x, dict) and p in x:
+            x = x[p]
+        else:
+            return None
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+@rule("PUB-005", title="a published run's mean lengths differ from its maintained description",
+      requires=("sources", "provenance"))
+def published_means(ctx) -> Iterable[Issue]:
+    """A report that re-accounts a published run (`sources.published.url`) and whose run the
+    suite maintains a description of (leaderboard/published/*.yaml, found by that URL) carries
+    the mean lengths that description gives: a sourced mean exactly (the publication's number),
+    an assumed one within its assumed [low, high]. A resubmission of a published run with its
+    means halved (and everything priced from them again) claims half the compute the
+    publication implies; it is refused here. Runs the suite does not describe are not checked
+    (PUB-002/003 hold their own sources and ranges)."""
+    src = ctx.doc["sources"]
+    url = (src.get("published") or {}).get("url") if isinstance(src.get("published"), dict) else None
+    d = published_descriptions().get(url) if isinstance(url, str) else None
+    if d is None:
+        return
+    sourced = set((d.get("sources") or {}).keys()) if isinstance(d.get("sources"), dict) else set()
+    for path, field, value, rng in _described_means(d):
+        have = _report_mean(ctx.doc, path)
+        if have is None:
+            continue
+        name = d.get("name", url)
+        if field in sourced and rng is None and not math.isclose(have, value, rel_tol=1e-9, abs_tol=1e-9):
+            yield Issue(path, f"{field} {have:g}, but the publication gives {value:g} (the suite's description "
+                        f"{name!r})", "price the run with the published mean lengths (race report --estimate)")
+        elif rng is not None and not rng[0] * (1 - 1e-9) <= have <= rng[1] * (1 + 1e-9):
+            yield Issue(path, f"{field} {have:g} lies outside the range [{rng[0]:g}, {rng[1]:g}] the suite's description "
+                        f"{name!r} assumes", "price the run within the published run's assumed range")
