@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import jsonstrict
 from ..errors import RaceError
+from ..limits import MAX_IMPORT_STEPS
 
 if TYPE_CHECKING:
     from ..train.cell import CellSpec
@@ -132,6 +133,9 @@ def read_verl_log(path: str | Path) -> list[Step]:
         data = rec["data"]
         if not any(k.startswith(("response_length/", "timing_s/", "actor/", "perf/")) for k in data):
             continue  # validation-only line
+        if len(steps) >= MAX_IMPORT_STEPS:
+            raise RaceError(f"{where}: more than {MAX_IMPORT_STEPS:,} training steps (limits.MAX_IMPORT_STEPS)",
+                            "real GRPO logs hold far fewer; split the log or check it")
         if steps and rec["step"] <= steps[-1].step:
             raise RaceError(f"{where}: step {rec['step']} does not follow step {steps[-1].step}",
                             "a resumed verl run logs again from its checkpoint's step; import each attempt's "
@@ -280,6 +284,10 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.runspec import EngineSpec
 
     from .sanity import check_steps
+
+    if len(steps) > MAX_IMPORT_STEPS:
+        raise RaceError(f"{source.get('file', engine)}: {len(steps):,} log entries, over the {MAX_IMPORT_STEPS:,} an "
+                        "import accepts (limits.MAX_IMPORT_STEPS)", "real GRPO logs hold far fewer; check the log")
 
     # a log that contradicts itself (a mean outside its own [min, max], ...) is refused before anything is written
     check_steps(steps, cap=cell.max_completion_tokens, where=str(source.get("file", engine)))

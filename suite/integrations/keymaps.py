@@ -126,9 +126,15 @@ def _rows(path: Path, km: KeyMap):
     fmt = "csv" if path.suffix.lower() == ".csv" else "jsonl" if path.suffix.lower() in (".jsonl", ".json") \
         else km.format
     if fmt == "csv":
-        with open(path, newline="", encoding="utf-8") as f:
-            for n, row in enumerate(csv.DictReader(f), 2):
-                yield n, row
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.DictReader(f)
+            try:
+                for row in reader:
+                    yield reader.line_num, row
+            except csv.Error as e:      # a field over the csv module's 128 KiB limit (line_num: the lines before it)
+                raise RaceError(f"{path}:{reader.line_num + 1}: not a CSV row the import can read ({e})",
+                                "export the metrics again (wandb / TensorBoard CSV: one row a step, numbers only)") \
+                    from None
         return
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
@@ -221,6 +227,9 @@ def steps_from_log(path: str | Path, km: KeyMap, cell) -> list:
     for step, row in rows.items():
         where = f"{path}: step {step}"
         n = row[km.sequences] if km.sequences and km.sequences in row else expected
+        if not n > 0:       # a sequence count of 0 divides every per-sequence mean by zero
+            raise RaceError(f"{where}: field '{km.sequences}' = {n:g} sequences; a training step generates at least "
+                            "one", "check the map's sequence key against the log")
         p = _tok(km.tokens["prompt"], row, cell, n, "prompt", where, km)
         c = _tok(km.tokens["completion"], row, cell, n, "completion", where, km)
         e = _tok(km.tokens["environment"], row, cell, n, "environment", where, km) if "environment" in km.tokens else 0
