@@ -69,7 +69,7 @@ def skeleton(name: str) -> str:
     one skeleton read the same to a person."""
     s = unicodedata.normalize("NFKD", normal_name(name))
     s = "".join(ch for ch in s if not unicodedata.combining(ch))    # accents: é reads as e
-    return s.translate(_CONFUSABLE)
+    return s.translate(_CONFUSABLE).translate(_CONFUSABLE)    # twice: Cyrillic і -> i -> l, as a Latin i
 
 
 def canonical(name: str, names) -> str | None:

@@ -341,6 +341,9 @@ def sequences(ctx) -> Iterable[Issue]:
     of mu, never one above). Without it, G must be what the declared steps imply: one per step, or one per
     mu steps (with `grpo.steps_per_generation`, one per steps_per_generation x mu /
     gradient_accumulation_steps). Imported logs count the declared `provenance.steps`. Exact.
+    A measured ledger of a TRL steps_per_generation schedule keeps TRL's rhythm record by record:
+    optimizer step j generates a batch on each of its gradient_accumulation_steps micro-steps
+    that is a multiple of steps_per_generation x mu, and on no other.
     A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
     divides its own completions or its ledger's rhythm."""
     sy = _system(ctx, any_method=True)
@@ -365,7 +368,10 @@ def sequences(ctx) -> Iterable[Issue]:
         if sy.G != led.generations:
             yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
                         f"but {led.generations:,} ledger records generated", hint)
-        if sy.layout == "per-step":
+        if sy.layout == "per-step" and led.first_gen_step is None:
+            yield Issue(_wp("count.completions"), f"none of the ledger's {led.records:,} records generated: a run "
+                        "trains on completions it generated", hint)
+        elif sy.layout == "per-step":
             gaps = sorted(led.gen_gaps)
             # A batch serves at most mu steps; a resumed run regenerates early once (a gap < mu),
             # so mu itself must still be among the gaps.
@@ -375,11 +381,36 @@ def sequences(ctx) -> Iterable[Issue]:
                             f"every {', '.join(map(str, gaps)) or '-'} steps, the last {sy.last_uses} steps before its "
                             f"end; with mu = {mu}, TRL generates on the first step and then every {mu} steps", hint)
         return
+    if sy.scheduled and sy.method in (None, "measured") and sy.sums is not None and sy.mu >= 1:
+        bad = _schedule_rhythm(sy, sy.sums.path)
+        if bad is not None:
+            step, got, want = bad
+            yield Issue(_wp("count.completions"), f"ledger step {step:,} generated {got:,} completions, but TRL's "
+                        f"schedule (steps_per_generation {sy.spg}, gradient_accumulation_steps {sy.gas}, mu = {mu}: one "
+                        f"generation batch of {sy.N} every {sy.cycle} micro-steps) generates {want:,} there", hint)
+            return
     allowed = _generations_allowed(sy)
     if sy.G not in allowed:
         yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
                     f"but {sy.steps:,} steps with mu = {mu} imply {' or '.join(f'{a:,}' for a in sorted(allowed))}",
                     hint)
+
+
+def _schedule_rhythm(sy: System, path) -> tuple[int, int, int] | None:
+    """The first ledger record whose generated completions break TRL's steps_per_generation
+    rhythm, (step, completions, what the schedule generates there), or None: optimizer step j
+    (1-based, one record a step) runs micro-steps (j - 1) x gas .. j x gas - 1 and generates a
+    batch of N on each micro-step that is a multiple of spg x mu."""
+    from ..record.ledger import iter_ledger
+
+    cycle, gas = sy.cycle, sy.gas
+    for j, r in enumerate(iter_ledger(path, strict=False), 1):
+        lo = (j - 1) * gas
+        gens = (lo + gas - 1) // cycle - (lo - 1) // cycle if lo else (gas - 1) // cycle + 1
+        got = r["work"].get("count.completions", 0)
+        if got != gens * sy.N:
+            return r["step"], got, gens * sy.N
+    return None
 
 
 @rule("WORK-002", title="completion tokens outside [1, max_completion_tokens] per completion", requires=_REQ)

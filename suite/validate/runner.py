@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import jsonstrict
-from . import (arithmetic, curve_rules, equations, evidence, ledger_rules, physics, plausibility, provenance,  # noqa: F401
+from . import (arithmetic, artefacts, curve_rules, equations, evidence, ledger_rules, physics, plausibility, provenance,  # noqa: F401
                published, rollout_rules, schedule_rules, schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
