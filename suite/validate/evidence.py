@@ -1,8 +1,8 @@
 """Outside evidence: numbers a report carries that the forger did not compute -- the engine's own
 MFU figure (verl's perf/mfu/actor, which the import turns into FLOPs in comparison.json) and the
 mean lengths a published run's maintained description gives. Each is checked against the FLOPs
-and means the report claims. (The hardware utilization floor, from the run's seconds, is
-PHYS-012 / PLAUS-006 in physics and plausibility.)"""
+and means the report claims. The run's own seconds on its declared hardware give a utilization floor
+(PHYS-012 here; its warning PLAUS-006 in plausibility)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,59 @@ def engine_mfu(ctx) -> Iterable[Issue]:
     why = mfu_mismatch(cmp.get("verl_estimator_update"), cmp.get("verl_mfu_update"))
     if why:
         yield Issue("$.provenance", why + " (comparison.json)", "import the run's own, whole log (race import verl)")
+
+
+# ---- the run's own seconds: the utilization floor -------------------------------------------
+
+UTILIZATION_FLOOR_WARN = 1e-3
+"""Implied utilization below which a claim is flagged (PLAUS-006): real GRPO runs sit above 0.1% of
+peak (the MLPerf 6.1 reference, 256 GB300 running a 397B mixture of experts with asynchronous
+generation: 0.45% over the whole run, about 1% in its update phase); FLOPs understated
+(completions halved, passes dropped) with the run's real seconds kept fall towards it."""
+UTILIZATION_FLOOR_ERROR = 1e-4
+"""Implied utilization below which a claim is refused (PHYS-012): 10,000 times below peak, the
+declared accelerators idle 99.99% of the time they were held -- FLOPs or hardware mis-scaled."""
+
+
+def utilization_floor(doc: dict) -> list[tuple[str, float, str]]:
+    """(JSON path, implied utilization, how) of each measure a report's hardware and seconds
+    give: the whole run (total FLOPs over peak x accelerator-seconds held) and, where the ledger
+    timed it, the update phase (its FLOPs over peak x count x its seconds: compute-bound
+    training, the phase a utilization floor speaks for). Rollout decoding is memory-bound and
+    its utilization has no useful floor."""
+    from ..record.runspec import Hardware
+
+    hw = Hardware(**doc["hardware"])
+    t = doc["totals"]
+    out = []
+    if hw.peak_flops > 0 and hw.accelerator_seconds > 0:
+        out.append(("$.hardware", hw.utilization(t["flops"]["total"]),
+                    f"{t['flops']['total']:.4g} FLOPs over {hw.count} x {hw.accelerator} at {hw.peak_flops:.4g} FLOP/s "
+                    f"for {hw.accelerator_seconds:,.6g} accelerator-seconds"))
+    sec = (t.get("seconds") or {}).get("update")
+    if isinstance(sec, (int, float)) and sec > 0 and hw.peak_flops > 0:
+        f = t["flops"]["update"]
+        out.append(("$.totals.seconds.update", f / (hw.peak_flops * hw.count * sec),
+                    f"update {f:.4g} FLOPs in {sec:,.6g} s on {hw.count} x {hw.accelerator} at {hw.peak_flops:.4g} FLOP/s"))
+    return out
+
+
+@rule("PHYS-012", title="the claimed FLOPs leave the hardware idle 99.99% of the time", requires=("totals", "hardware"))
+def utilization_floor_error(ctx) -> Iterable[Issue]:
+    """The utilization floor, from outside evidence the report carries: the declared accelerators
+    and the seconds the run took (the hardware section's wall seconds or hours, and the ledger's
+    per-phase seconds). A ledger regenerated with fewer tokens or passes keeps the run's real
+    seconds, so its implied utilization falls with the FLOPs it hides. Below
+    UTILIZATION_FLOOR_ERROR (1e-4) of peak, for the whole run or its update phase, the claim is
+    refused: no GRPO run leaves its accelerators 99.99% idle. Between that and
+    UTILIZATION_FLOOR_WARN, PLAUS-006 warns. A ledger halved consistently from a run well above
+    the floor stays above it: the floor bounds how much can hide, it does not find all of it
+    (docs/validation.md, "What the validator cannot see")."""
+    for path, util, how in utilization_floor(ctx.doc):
+        if util < UTILIZATION_FLOOR_ERROR:
+            yield Issue(path, f"implied utilization {util:.3g} ({util:.4%} of peak): {how}",
+                        "the FLOPs are understated or the hardware and seconds mis-scaled; rebuild the ledger from "
+                        "the run, and declare the accelerators and seconds it really used")
 
 
 # ---- published runs: the maintained descriptions ---------------------------------------------

@@ -197,36 +197,13 @@ def _priced(work: dict, args: tuple) -> dict:
 
 @lru_cache(maxsize=64)
 def catalog_spec(name: str):
-    """The catalog ModelSpec a model name names (hub ids too), or None for other names; read
-    once per name (the catalog ships with the package and is part of the validator's
-    fingerprint)."""
+    """The catalog ModelSpec a model name names (normalised: identity.catalog_name), or None for
+    other names; read once per name (the catalog is part of the validator's fingerprint)."""
     from ..accounting.modelspec import load_spec
+    from .identity import catalog_name, recipe_names
 
     hit = catalog_name(name)
-    return load_spec(hit) if hit is not None and hit in _recipe_names() else None
-
-
-@lru_cache(maxsize=1)
-def _recipe_names() -> tuple[str, ...]:
-    from ..accounting.modelspec import catalog_names
-
-    return tuple(catalog_names())
-
-
-@lru_cache(maxsize=1)
-def _all_catalog_names() -> tuple[str, ...]:
-    from ..accounting.traced import traced_catalog_names
-
-    return _recipe_names() + tuple(traced_catalog_names())
-
-
-def catalog_name(name) -> str | None:
-    """The catalog model (recipe or traced) `name` names once normalised (suite.names: NFKC,
-    format characters stripped, casefolded, hub host, organisation, revision and trailing slash
-    dropped), or None."""
-    from ..names import canonical
-
-    return canonical(str(name), _all_catalog_names()) if isinstance(name, str) else None
+    return load_spec(hit) if hit is not None and hit in recipe_names() else None
 
 
 def _rel(a: int, b: int) -> float:
@@ -404,6 +381,7 @@ def catalog_identity(ctx) -> Iterable[Issue]:
     when its counts and FLOPs were edited to match it. Read without torch too."""
     from ..accounting.stored import config_differences, is_traced, traced_catalog_config
     from ..errors import RaceError
+    from .identity import catalog_name
 
     for where, m in _model_sections(ctx.doc):
         name = catalog_name(m["name"])      # normalised: a zero-width space or a trailing slash hides nothing
@@ -433,34 +411,6 @@ def catalog_identity(ctx) -> Iterable[Issue]:
         if diff:
             yield Issue(f"{where}.spec", f"spec differs from catalog model {name!r} (named {m['name']!r}): "
                         f"{', '.join(diff)}", fix)
-
-
-@rule("PHYS-011", title="a model name is a lookalike of a catalog name", requires=("policy", "reward", "evaluations"))
-def lookalike_names(ctx) -> Iterable[Issue]:
-    """Every model block (policy, reward model, judges) is named so that a reader sees which
-    model ran. A name compared as an exact string lets a smaller model's spec ride under a
-    lookalike of a catalog name: a zero-width space, a trailing slash on a hub id, a Cyrillic
-    letter. Names are normalised first (suite.names.normal_name: NFKC, format characters
-    stripped, casefolded, hub host, organisation, revision and trailing slash dropped), so the
-    first two *are* the catalog name and PHYS-007 holds them to its spec; a name that only looks
-    like one (the same suite.names.skeleton: letters of other scripts, 0/o, 1/l/i, separators
-    folded) but is not it is refused here, and so is a name holding characters a reader does
-    not see (format or control characters, or text NFKC changes)."""
-    from ..names import has_hidden_characters, lookalike
-
-    for where, m in _model_sections(ctx.doc):
-        name = m.get("name")
-        if not isinstance(name, str):
-            continue
-        like = lookalike(name, _all_catalog_names())
-        if like is not None:
-            yield Issue(f"{where}.name", f"model name {name!r} looks like catalog model {like!r} but is not spelled "
-                        "as it (letters of another script, lookalike digits or separators)",
-                        f"name the model as it is: {like} (with its catalog spec), or a name that is not a catalog "
-                        "name's lookalike")
-        elif has_hidden_characters(name):
-            yield Issue(f"{where}.name", f"model name {name!r} holds characters a reader does not see (format or "
-                        "control characters, or text Unicode NFKC rewrites)", "write the name in plain characters")
 
 
 _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",
@@ -548,56 +498,3 @@ def hardware_utilization(ctx) -> Iterable[Issue]:
         yield Issue("$.hardware", f"implied utilization {util:.3g} (over 100% of peak): {how}",
                     "check the scale of the FLOP counts and of the hardware numbers (count, peak_flops for the dtype, "
                     "wall_seconds or accelerator_hours)")
-
-
-# ---- outside evidence: the run's own seconds -------------------------------------------------
-
-UTILIZATION_FLOOR_WARN = 1e-3
-"""Implied utilization below which a claim is flagged (PLAUS-006): real GRPO runs sit above 0.1% of
-peak (the MLPerf 6.1 reference, 256 GB300 running a 397B mixture of experts with asynchronous
-generation: 0.45% over the whole run, about 1% in its update phase); FLOPs understated
-(completions halved, passes dropped) with the run's real seconds kept fall towards it."""
-UTILIZATION_FLOOR_ERROR = 1e-4
-"""Implied utilization below which a claim is refused (PHYS-012): 10,000 times below peak, the
-declared accelerators idle 99.99% of the time they were held -- FLOPs or hardware mis-scaled."""
-
-
-def utilization_floor(doc: dict) -> list[tuple[str, float, str]]:
-    """(JSON path, implied utilization, how) of each measure a report's hardware and seconds
-    give: the whole run (total FLOPs over peak x accelerator-seconds held) and, where the ledger
-    timed it, the update phase (its FLOPs over peak x count x its seconds: compute-bound
-    training, the phase a utilization floor speaks for). Rollout decoding is memory-bound and
-    its utilization has no useful floor."""
-    from ..record.runspec import Hardware
-
-    hw = Hardware(**doc["hardware"])
-    t = doc["totals"]
-    out = []
-    if hw.peak_flops > 0 and hw.accelerator_seconds > 0:
-        out.append(("$.hardware", hw.utilization(t["flops"]["total"]),
-                    f"{t['flops']['total']:.4g} FLOPs over {hw.count} x {hw.accelerator} at {hw.peak_flops:.4g} FLOP/s "
-                    f"for {hw.accelerator_seconds:,.6g} accelerator-seconds"))
-    sec = (t.get("seconds") or {}).get("update")
-    if isinstance(sec, (int, float)) and sec > 0 and hw.peak_flops > 0:
-        f = t["flops"]["update"]
-        out.append(("$.totals.seconds.update", f / (hw.peak_flops * hw.count * sec),
-                    f"update {f:.4g} FLOPs in {sec:,.6g} s on {hw.count} x {hw.accelerator} at {hw.peak_flops:.4g} FLOP/s"))
-    return out
-
-
-@rule("PHYS-012", title="the claimed FLOPs leave the hardware idle 99.99% of the time", requires=("totals", "hardware"))
-def utilization_floor_error(ctx) -> Iterable[Issue]:
-    """The utilization floor, from outside evidence the report carries: the declared accelerators
-    and the seconds the run took (the hardware section's wall seconds or hours, and the ledger's
-    per-phase seconds). A ledger regenerated with fewer tokens or passes keeps the run's real
-    seconds, so its implied utilization falls with the FLOPs it hides. Below
-    UTILIZATION_FLOOR_ERROR (1e-4) of peak, for the whole run or its update phase, the claim is
-    refused: no GRPO run leaves its accelerators 99.99% idle. Between that and
-    UTILIZATION_FLOOR_WARN, PLAUS-006 warns. A ledger halved consistently from a run well above
-    the floor stays above it: the floor bounds how much can hide, it does not find all of it
-    (docs/validation.md, "What the validator cannot see")."""
-    for path, util, how in utilization_floor(ctx.doc):
-        if util < UTILIZATION_FLOOR_ERROR:
-            yield Issue(path, f"implied utilization {util:.3g} ({util:.4%} of peak): {how}",
-                        "the FLOPs are understated or the hardware and seconds mis-scaled; rebuild the ledger from "
-                        "the run, and declare the accelerators and seconds it really used")

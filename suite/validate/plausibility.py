@@ -99,7 +99,7 @@ def low_utilization(ctx) -> Iterable[Issue]:
     compute-bound; a run below 0.1% of peak (the MLPerf reference run sits at 0.45%) usually has FLOPs understated (completions or
     passes left out of a regenerated ledger while its real seconds stayed) or mis-scaled
     hardware numbers. --strict refuses it."""
-    from .physics import UTILIZATION_FLOOR_ERROR, UTILIZATION_FLOOR_WARN, utilization_floor
+    from .evidence import UTILIZATION_FLOOR_ERROR, UTILIZATION_FLOOR_WARN, utilization_floor
 
     for path, util, how in utilization_floor(ctx.doc):
         if UTILIZATION_FLOOR_ERROR <= util < UTILIZATION_FLOOR_WARN:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import jsonstrict
-from . import (arithmetic, artefacts, curve_rules, equations, evidence, ledger_rules, physics, plausibility, provenance,  # noqa: F401
-               published, rollout_rules, schedule_rules, schema_rules)  # (register rules)
+from . import (arithmetic, artefacts, curve_rules, equations, evidence, identity, ledger_rules,  # noqa: F401
+               physics, plausibility, provenance, published, rollout_rules, schedule_rules,
+               schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
 
