@@ -134,15 +134,27 @@ class System:
         return "per-generation" if self.led.generations == self.led.records else "per-step"
 
     @property
+    def padded_import(self) -> bool:
+        """An import priced with the padding its log bounds (race import trl under a padded
+        profile: every row at the step's longest completion, `completions/max_length` among the
+        source's fields)."""
+        prov = self.doc.get("provenance") if isinstance(self.doc.get("provenance"), dict) else {}
+        src = prov.get("source") if isinstance(prov.get("source"), dict) else {}
+        return self.method == "imported" and "completions/max_length" in (src.get("fields") or ())
+
+    @property
     def padded(self) -> bool:
         """Training rows are padded: the profile pads and the lengths were real (imported means
-        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it)."""
-        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it, or
+        the import priced the logged longest completion)."""
+        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None
+                                     or self.padded_import)
 
     @property
     def rollout_padded(self) -> bool:
         """Generation rows are padded (as `padded`, for the rollout)."""
-        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None
+                                                or self.padded_import)
 
     @property
     def whole(self) -> bool:
