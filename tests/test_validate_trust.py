@@ -432,3 +432,39 @@ def test_trl_import_prices_the_padding_a_measured_ledger_of_the_same_run_has(tmp
 
     with pytest.raises(RaceError, match="not comparable with measured TRL runs"):
         import_trl(state, cell, tmp_path / "bare")
+
+
+# ---- real TRL steps_per_generation runs (RaceLedger over trainer.train()) -------------------------
+
+REAL_SCHEDULES = {"spg2-mu2-cut": {"spg": 2, "mu": 2, "steps": 3}, "spg2-mu2": {"spg": 2, "mu": 2, "steps": 4},
+                  "spg4-ga2-mu2-rm-beta": {"spg": 4, "ga": 2, "mu": 2, "batch": 2, "reward": "model", "beta": 0.1}}
+
+try:
+    from test_trl_schedules import _run as _trl_run, parts  # noqa: F401 -- the tiny policy, tokenizer and reward model
+except pytest.skip.Exception:       # no torch or trl here: the slow lane says so
+    parts = _trl_run = None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(REAL_SCHEDULES))
+def test_real_trl_schedules_validate_and_their_one_pass_forgery_does_not(tmp_path, name, request):
+    """TRL 1.16 runs under RaceLedger (tests/test_trl_schedules.py's tiny policy): complete and
+    cut-short steps_per_generation schedules validate clean (a real spg 2 / mu 2 run stopped at 3
+    steps failed WORK-004 before: its training rows are slices of N / spg, not whole batches); a
+    complete one forged to one training pass per generation is refused."""
+    if _trl_run is None:
+        pytest.skip("needs torch and trl (the train extra)")
+    kw = REAL_SCHEDULES[name]
+    trainer, ledger, measured = _trl_run(tmp_path, request.getfixturevalue("parts"), **kw)
+    ledger.write_report()
+    report = ledger.out_dir / "report.json"
+    doc = json.loads(report.read_text())
+    assert validate_report(doc, base_dir=ledger.out_dir) == []
+    if name.endswith("cut"):
+        return
+    recs = _records(ledger.out_dir)
+    for r in recs:
+        for k in [k for k in r["work"] if k.startswith("update.train.") or k == "count.update"]:
+            r["work"][k] //= 2
+    _rebuild(doc, ledger.out_dir, recs)
+    assert "WORK-004" in _ids(validate_report(doc, base_dir=ledger.out_dir))

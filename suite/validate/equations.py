@@ -581,9 +581,11 @@ def update_work(ctx) -> Iterable[Issue]:
         want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else U - rows
     else:
         out.append(_ge(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, padded)", sl))
-        if sy.whole and tok % sy.N:
+        # TRL's steps_per_generation trains slices of N / spg rows (each at its batch's padded widths)
+        unit = sy.N // sy.spg if sy.scheduled and sy.N % sy.spg == 0 else sy.N
+        if sy.whole and tok % unit:
             out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
-                             f"of rows of {sy.N}", HINT))
+                             f"of rows of {unit}", HINT))
         want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else tok - rows
         led = sy.led
         if led is not None and led.train_rows_equal != led.train_records:
