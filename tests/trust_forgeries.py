@@ -17,7 +17,6 @@ Each forgery is repriced and rebuilt as the others are (validate_strategies._reb
 
 from __future__ import annotations
 
-import copy
 import json
 import struct
 from pathlib import Path
