@@ -451,15 +451,25 @@ def test_real_trl_schedules_validate_and_their_one_pass_forgery_does_not(tmp_pat
     """TRL 1.16 runs under RaceLedger (tests/test_trl_schedules.py's tiny policy): complete and
     cut-short steps_per_generation schedules validate clean (a real spg 2 / mu 2 run stopped at 3
     steps failed WORK-004 before: its training rows are slices of N / spg, not whole batches); a
-    complete one forged to one training pass per generation is refused."""
+    complete one forged to one training pass per generation is refused. The adapter peft saved
+    beside each report is the one PROV-005 reads: a rank claimed below it is refused."""
     if _trl_run is None:
         pytest.skip("needs torch and trl (the train extra)")
+    from suite.validate.artefacts import saved_adapter
+
     kw = REAL_SCHEDULES[name]
-    trainer, ledger, measured = _trl_run(tmp_path, request.getfixturevalue("parts"), **kw)
+    trainer, ledger, measured = _trl_run(tmp_path, request.getfixturevalue("parts"), **kw,
+                                         ledger_kw={"save_adapter": True})
     ledger.write_report()
     report = ledger.out_dir / "report.json"
     doc = json.loads(report.read_text())
     assert validate_report(doc, base_dir=ledger.out_dir) == []
+    # the adapter peft saved beside the report (PROV-005 reads it): the report's rank, targets and count
+    saved = saved_adapter(ledger.out_dir / "adapter")
+    assert saved["ranks"] == {doc["adapter"]["rank"]} and saved["params"] == doc["adapter"]["trainable_params"]
+    claimed = copy.deepcopy(doc)
+    claimed["adapter"]["rank"] = 2
+    assert "PROV-005" in _ids(validate_report(claimed, base_dir=ledger.out_dir))
     if name.endswith("cut"):
         return
     recs = _records(ledger.out_dir)
