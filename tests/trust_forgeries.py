@@ -25,7 +25,7 @@ from suite.accounting import ENGINES, GRPOSettings, add_work, phase_flops, token
 from suite.accounting.modelspec import load_spec
 from suite.record.report import Provenance, build_report, model_entry
 from validate_strategies import (MEASURED, POLICIES, PRM, _objects, _rebuild, _records, _reprice_totals, _spec_dict,
-                                 _trl_layout_records, _work_edit, ledger_records, write_ledger)
+                                 _trl_layout_records, ledger_records, write_ledger)
 
 CREATED = "2026-12-03T00:00:00Z"
 PADDED = sorted(p for p, e in ENGINES.items() if e.padded)
@@ -195,20 +195,20 @@ def _scheduled(doc) -> bool:
 
 
 def _one_pass(doc, folder, rng):
-    """One training pass per generation for mu >= 2: every record's training work and update
-    tokens divided by mu, repriced."""
-    mu = doc["grpo"]["num_iterations"]
-    _work_edit(lambda k: k.startswith("update.train.") or k == "count.update")(doc, folder, _Fixed(1 / mu))
-
-
-class _Fixed:
-    """An rng whose choice is always `x` (to reuse validate_strategies' editors at one factor)."""
-
-    def __init__(self, x):
-        self.x = x
-
-    def choice(self, _):
-        return self.x
+    """One training pass per generation for mu >= 2: the records whose micro-steps all lie in a
+    later pass of their generation cycle (TRL trains pass p on micro-steps p x spg .. (p + 1) x spg
+    - 1 of the cycle) train nothing, their tokens and work rebuilt, repriced: the update lies
+    between one pass and mu, which a run stopped inside its cycle would too."""
+    g = doc["grpo"]
+    spg, gas, mu = g["steps_per_generation"], g.get("gradient_accumulation_steps", 1), g["num_iterations"]
+    recs = _records(folder)
+    for j, r in enumerate(recs):
+        if all((m % (spg * mu)) // spg >= 1 for m in range(j * gas, (j + 1) * gas)):
+            w = r["work"]
+            for k in [k for k in w if k.startswith("update.train.") or k == "count.update"]:
+                w[k] = 0
+            r["tokens"] = tokens_from_work(w)
+    _rebuild(doc, folder, recs)
 
 
 def _unpadded(doc, folder, rng):
@@ -242,7 +242,9 @@ def _padding_visible(doc) -> bool:
 
 
 def _mu2(doc) -> bool:
-    return _scheduled(doc) and doc["grpo"]["num_iterations"] >= 2
+    """A scheduled run with mu >= 2 whose later passes fill whole optimizer steps (spg >= GA)."""
+    g = doc["grpo"]
+    return _scheduled(doc) and g["num_iterations"] >= 2 and g["steps_per_generation"] >= g.get("gradient_accumulation_steps", 1)
 
 
 HOMOGLYPHS = {"a": "а", "e": "е", "o": "о", "c": "с", "p": "р", "x": "х", "y": "у", "i": "і", "B": "В", "M": "М",
