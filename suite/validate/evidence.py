@@ -125,26 +125,41 @@ MEAN_FIELDS = ("mean_prompt_tokens", "mean_completion_tokens")
 
 
 @lru_cache(maxsize=1)
-def published_descriptions() -> dict[str, dict]:
+def published_descriptions() -> dict[str, list[dict]]:
     """The maintained published-run descriptions (leaderboard/published/*.yaml) by their
-    publication URL and by name; empty where the suite ships without them."""
+    publication URL (one paper may describe several runs: SimpleRL-Zoo's 7B, 14B and 32B); empty
+    where the suite ships without them."""
     from .. import paths, yamlstrict
     from ..errors import RaceError
 
-    out: dict[str, dict] = {}
+    out: dict[str, list[dict]] = {}
     folder = paths.home() / "leaderboard" / "published"
     for f in sorted(folder.glob("*.yaml")) if folder.is_dir() else ():
         try:
             d = yamlstrict.load(f)
         except (RaceError, OSError, ValueError):
             continue
-        if not isinstance(d, dict):
-            continue
-        url = (d.get("published") or {}).get("url") if isinstance(d.get("published"), dict) else None
-        for key in (url, d.get("name")):
-            if isinstance(key, str):
-                out.setdefault(key, d)
+        url = (d.get("published") or {}).get("url") if isinstance(d, dict) and isinstance(d.get("published"), dict) \
+            else None
+        if isinstance(url, str):
+            out.setdefault(url, []).append(d)
     return out
+
+
+def described_run(doc: dict) -> dict | None:
+    """The maintained description a report re-accounts: the one of its publication URL whose
+    policy is the report's (normalised: suite.names), the run id breaking a tie; None when the
+    suite describes no such run."""
+    from .identity import catalog_name
+
+    src = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
+    url = (src.get("published") or {}).get("url") if isinstance(src.get("published"), dict) else None
+    cands = published_descriptions().get(url, []) if isinstance(url, str) else []
+    name = doc["policy"]["name"]
+    mine = catalog_name(name) or name
+    cands = [d for d in cands if (catalog_name(str(d.get("policy"))) or d.get("policy")) == mine]
+    run_id = (doc.get("run") or {}).get("id")
+    return next((d for d in cands if d.get("name") == run_id), cands[0] if cands else None)
 
 
 def _described_means(d: dict) -> list[tuple[str, str, float, tuple[float, float] | None]]:
@@ -186,10 +201,11 @@ def _report_mean(doc: dict, path: str):
 
 
 @rule("PUB-005", title="a published run's mean lengths differ from its maintained description",
-      requires=("sources", "provenance"))
+      requires=("sources", "provenance", "policy"))
 def published_means(ctx) -> Iterable[Issue]:
     """A report that re-accounts a published run (`sources.published.url`) whose run the suite
-    maintains a description of (leaderboard/published/*.yaml, found by that URL) carries the mean
+    maintains a description of (leaderboard/published/*.yaml, found by that URL and the report's
+    policy: one paper may describe several runs) carries the mean
     lengths that description gives, stage by stage: the publication's number where it gives one,
     else the value the description assumes (within its range, which says how unsure it is, not
     that any value in it is this run's). A resubmission of a published run with its means halved
@@ -197,11 +213,10 @@ def published_means(ctx) -> Iterable[Issue]:
     is refused here. A better-sourced mean is a change to the maintained description (with its
     source), not a second report. Runs the suite does not describe are not checked (PUB-002/003
     hold their own sources and ranges)."""
-    src = ctx.doc["sources"]
-    url = (src.get("published") or {}).get("url") if isinstance(src.get("published"), dict) else None
-    d = published_descriptions().get(url) if isinstance(url, str) else None
+    d = described_run(ctx.doc)
     if d is None:
         return
+    url = d["published"]["url"]
     for path, field, value, rng in _described_means(d):
         have = _report_mean(ctx.doc, path)
         if have is None or math.isclose(have, value, rel_tol=1e-9, abs_tol=1e-9):
