@@ -138,3 +138,9 @@ def oversized(instance, schema: dict, *, limit: int = 5) -> list[tuple[list, str
             if isinstance(sub, dict) and isinstance(v, (list, dict, str)):
                 stack.append((v, sub, path + [k]))
     return found
+
+
+MAX_IMPORT_STEPS = 20_000
+"""Training steps (log entries) one `race import` accepts: real GRPO runs log tens to a few
+thousand (the MLPerf reference: 7-18; DeepScaleR: 1,750); pricing costs a few milliseconds a
+step, so a 200,000-step log is refused while it is read, in seconds and bounded memory."""

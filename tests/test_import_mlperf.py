@@ -97,7 +97,12 @@ def test_import_prints_per_phase_seconds_and_utilization(tmp_path, capsys):
     assert "utilization" in text and "rollout" in text and "256 x NVIDIA GB300" in text
     doc = json.loads((tmp_path / "report.json").read_text())
     assert doc["totals"]["steps"] == 3
-    assert "block_stop is at step 18" in doc["run"]["notes"]   # the trimmed steps are named, not hidden
+    # a log whose per-step stats were cut while its block_stop reaches past them is refused, naming both
+    cut = tmp_path / "cut.out"
+    cut.write_text(TRIMMED.read_text().replace('"samples_count": 4608, "step": 4}', '"samples_count": 4608, "step": 18}'))
+    assert cut.read_text() != TRIMMED.read_text()
+    with pytest.raises(RaceError, match="block_stop markers reach step 17, but its per-step stats stop at step 3"):
+        import_mlperf(cut, load_cell(CELL, check_paths=False), tmp_path / "cut")
     assert validate_path(tmp_path / "report.json") == []
 
 

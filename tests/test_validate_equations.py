@@ -44,7 +44,12 @@ def _reledger(doc, folder, recs):
     s = LedgerSummary.scan(folder / doc["ledger"]["path"])
     doc["totals"] = totals_from(s.flops, s.tokens, s.work, s.records, s.seconds)
     doc["ledger"] = {**doc["ledger"], "sha256": s.sha256, "records": s.records}
-    doc.pop("pretraining", None)      # 1.2's optional section: nothing here is about it
+    if "pretraining" in doc:          # rebuilt as a forger would (PUB-004: a catalog policy's report keeps it)
+        from suite.accounting.modelspec import ModelSpec
+        from suite.accounting.pretraining import share_of_pretraining
+
+        doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"],
+                                                  ModelSpec.from_dict(doc["policy"]["spec"]))
     doc["provenance"]["steps"] = s.records
 
 

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from field_forgeries import FIELD_FORGERIES, field_pool
 from suite.validate import exit_code, validate_report
+from trust_forgeries import CLASS_OF, CLASS_RULES, TRUST_FORGERIES, trust_pool
 from validate_strategies import FORGERIES, applicable_forgeries, forge, forgery_pool
 
-TABLE = {**FORGERIES, **FIELD_FORGERIES}
+TABLE = {**FORGERIES, **FIELD_FORGERIES, **TRUST_FORGERIES}
 
 SCALE = float(os.environ.get("RACE_FUZZ_SCALE", "1"))
 SEEDS = max(1, int(SCALE))   # forgeries per (report, kind): 1 in CI (~1100, docs/validation.md), 10 in the heavy lane
@@ -33,7 +34,7 @@ POOL_SEED = 1 if SCALE <= 1 else random.randrange(10**6)   # the heavy lane draw
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
     folder = tmp_path_factory.mktemp("forgery-pool")
-    return forgery_pool(folder, seed=POOL_SEED) + field_pool(folder, seed=POOL_SEED)
+    return forgery_pool(folder, seed=POOL_SEED) + field_pool(folder, seed=POOL_SEED) + trust_pool(folder, seed=POOL_SEED)
 
 
 def _field(doc) -> bool:
@@ -66,6 +67,8 @@ def test_pool_reports_pass_strict(pool):
 
 def test_every_consistent_forgery_is_refused(pool, capsys):
     tried, missed, by_rule, by_method, field = 0, [], Counter(), Counter(), Counter()
+    classes = {c: [0, 0, Counter()] for c in CLASS_RULES}   # issue 44's classes: tried, refused by a named rule, rules
+    unnamed = []
     for i, (method, doc, src) in enumerate(pool):
         for name in applicable_forgeries(method, doc, TABLE):
             for seed in range(i, i + 1000 * SEEDS, 1000):
@@ -77,13 +80,26 @@ def test_every_consistent_forgery_is_refused(pool, capsys):
                 by_rule.update(r for r in ids if r.startswith(("WORK", "PROV", "PHYS", "ST-", "SCHED")))
                 if not refused:
                     missed.append((method, name, seed, doc["accounting"]["engine_profile"], doc["grpo"]))
+                c = CLASS_OF.get(name)
+                if c is not None:
+                    classes[c][0] += 1
+                    classes[c][2].update(r for r in ids if r != "PLAUS-006")
+                    if refused and ids & CLASS_RULES[c]:
+                        classes[c][1] += 1
+                    else:
+                        unnamed.append((c, method, name, seed, sorted(ids)))
     with capsys.disabled():
         print(f"\nmutation suite (pool seed {POOL_SEED}): {tried} consistent forgeries tried ({dict(by_method)}), {tried - len(missed)} refused; "
               f"of them {sum(field.values())} of staged, filtered or multi-turn reports or adding those sections "
               f"({dict(field)}); refusing rules: {dict(sorted(by_rule.items()))}")
+        for c, (n, ok, rules) in classes.items():
+            print(f"  class {c}: {n} forgeries drawn, {ok} refused by {'/'.join(sorted(CLASS_RULES[c]))}; "
+                  f"rules firing: {dict(rules.most_common(6))}")
     assert tried >= 500 * SEEDS and set(by_method) == {"measured", "imported", "estimated"}
     assert set(field) == {"measured", "imported", "estimated"}
     assert not missed, f"{len(missed)} forgeries passed --strict (pool seed {POOL_SEED}): {missed[:5]}"
+    assert all(n >= 8 for n, _, _ in classes.values()), {c: v[0] for c, v in classes.items()}
+    assert not unnamed, f"{len(unnamed)} forgeries of issue 44's classes not refused by their named rule: {unnamed[:5]}"
     if POOL_SEED == 1 and SEEDS == 1:   # the count docs/validation.md quotes
         from suite import paths
 

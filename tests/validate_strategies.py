@@ -747,6 +747,8 @@ def forge(method: str, doc: dict, src: Path | None, name: str, seed: int, table:
     if src is not None:
         folder = Path(tempfile.mkdtemp(prefix="race-forge-"))
         shutil.copy(src / "ledger.jsonl", folder / "ledger.jsonl")
+        if (src / "adapter").is_dir():      # the weights a run saved beside its report (PROV-005), linked: never edited
+            (folder / "adapter").symlink_to((src / "adapter").resolve(), target_is_directory=True)
     (table or FORGERIES)[name][2](doc, folder, rng)
     return json.loads(json.dumps(doc)), folder
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import jsonstrict
 from ..errors import RaceError
+from ..limits import MAX_IMPORT_STEPS
 
 if TYPE_CHECKING:
     from ..train.cell import CellSpec
@@ -46,7 +47,8 @@ VERL_SECONDS = {"rollout": ("timing_s/gen",), "reward": ("timing_s/reward",),
 """verl timers summed into each phase's seconds (timing_s/step minus these is 'other')."""
 
 VERL_KEPT = ("critic/score/mean", "critic/rewards/mean", "response_length/clip_ratio", "actor/entropy",
-             "perf/mfu/actor", "perf/mfu/actor_infer", "perf/throughput")
+             "perf/mfu/actor", "perf/mfu/actor_infer", "perf/throughput", "response_length/min", "response_length/max",
+             "prompt_length/min", "prompt_length/max")
 """verl metrics copied into each ledger record's metrics."""
 
 TRL_NEEDED: dict[str, str] = {
@@ -56,7 +58,8 @@ TRL_NEEDED: dict[str, str] = {
 }
 """TRL log_history keys the import cannot do without."""
 
-TRL_KEPT = ("reward", "reward_std", "kl", "entropy", "loss", "completions/clipped_ratio", "learning_rate")
+TRL_KEPT = ("reward", "reward_std", "kl", "entropy", "loss", "completions/clipped_ratio", "learning_rate",
+            "completions/min_length", "completions/max_length")
 """TRL metrics copied into each ledger record's metrics."""
 
 DEFAULT_PEAK_TFLOPS = 989.0
@@ -91,6 +94,32 @@ class Step:
     """Multi-turn: environment/tool tokens per completion (prefill)."""
     turns: float = 1
     """Multi-turn: policy turns per completion."""
+    completion_max: float | None = None
+    """The longest completion of the entry's batches (TRL: completions/max_length): a padded
+    profile pads every row to it, and prices it (padded_lengths)."""
+
+
+def padded_lengths(prompt_mean: float, completion_mean: float, completion_max: float, prompts: int,
+                   group_size: int) -> tuple[list[int], list[int]]:
+    """Integer lengths of one generation batch with the logged means and longest completion: one
+    completion at the maximum, the others sharing the rest as evenly as integers allow (each at
+    least one token, at most the maximum); the prompts at the mean likewise. Priced under a padded
+    profile (TRL's), every row runs to the longest completion, as TRL ran it: the padding the
+    log bounds. Prompts are left-padded to the batch's longest too, which the log does not give:
+    that part is priced at the mean (a lower bound)."""
+    n = prompts * group_size
+    top = max(1, round(completion_max))
+    total = min(max(n, round(n * completion_mean)), n * top)
+    rest, others = total - top, n - 1
+    if others == 0:
+        comps = [top]
+    else:
+        rest = min(max(rest, others), others * top)
+        q, r = divmod(rest, others)
+        comps = [top] + [q + 1] * r + [q] * (others - r)
+    ptotal = max(prompts, round(prompts * prompt_mean))     # the prompts' tokens, as evenly as integers allow
+    q, r = divmod(ptotal, prompts)
+    return [q + 1] * r + [q] * (prompts - r), comps
 
 
 def _need(entry: Mapping, key: str, needed: Mapping[str, str], where: str, engine: str) -> float:
@@ -123,6 +152,9 @@ def read_verl_log(path: str | Path) -> list[Step]:
         data = rec["data"]
         if not any(k.startswith(("response_length/", "timing_s/", "actor/", "perf/")) for k in data):
             continue  # validation-only line
+        if len(steps) >= MAX_IMPORT_STEPS:
+            raise RaceError(f"{where}: more than {MAX_IMPORT_STEPS:,} training steps (limits.MAX_IMPORT_STEPS)",
+                            "real GRPO logs hold far fewer; split the log or check it")
         if steps and rec["step"] <= steps[-1].step:
             raise RaceError(f"{where}: step {rec['step']} does not follow step {steps[-1].step}",
                             "a resumed verl run logs again from its checkpoint's step; import each attempt's "
@@ -186,8 +218,11 @@ def read_trl_state(path: str | Path, cell: "CellSpec") -> list[Step]:
             raise RaceError(f"{where}: num_tokens grew by {tokens - last_tokens:g}, too little for {gens} "
                             f"generation(s) of {n} completions of mean length {c:g}",
                             "check the cell's prompts_per_step, K and num_iterations against the run")
+        top = entry.get("completions/max_length")
         steps.append(Step(step=step, prompt_mean=p, completion_mean=c, generations=gens,
-                          metrics={k: entry[k] for k in TRL_KEPT if isinstance(entry.get(k), (int, float))}))
+                          metrics={k: entry[k] for k in TRL_KEPT if isinstance(entry.get(k), (int, float))},
+                          completion_max=float(top) if isinstance(top, (int, float)) and not isinstance(top, bool)
+                          else None))
         last_step, last_tokens = step, tokens
     if not steps:
         raise RaceError(f"{path}: log_history has no training entries", TRL_NEEDED["num_tokens"])
@@ -270,6 +305,14 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.report import Provenance, build_report, write_report
     from ..record.runspec import EngineSpec
 
+    from .sanity import check_steps
+
+    if len(steps) > MAX_IMPORT_STEPS:
+        raise RaceError(f"{source.get('file', engine)}: {len(steps):,} log entries, over the {MAX_IMPORT_STEPS:,} an "
+                        "import accepts (limits.MAX_IMPORT_STEPS)", "real GRPO logs hold far fewer; check the log")
+
+    # a log that contradicts itself (a mean outside its own [min, max], ...) is refused before anything is written
+    check_steps(steps, cap=cell.max_completion_tokens, where=str(source.get("file", engine)))
     out = Path(out)
     ledger_path, report_path, cmp_path = out / "ledger.jsonl", out / "report.json", out / "comparison.json"
     if ledger_path.exists() and not force:
@@ -288,6 +331,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     cmp = Comparison(ours=dict.fromkeys(("rollout", "update", "update_train", "update_recompute",
                                          "update_logprob", "reward"), 0))
     verl_est, mfu_flops = 0, 0.0
+    # a padded profile is priced with the padding the log bounds (TRL: completions/max_length), marked in the source
+    padded = acc.ENGINES[engine_profile].padded and "completions/max_length" in source.get("fields", ())
     # No fsync per record: an interrupted import is simply run again (--force).
     with LedgerWriter(ledger_path, fsync=False) as ledger:
         for s in steps:
@@ -298,11 +343,24 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
             rtok = s.prompt_mean + s.completion_mean if reward_model is not None else None
             if reward_model is not None:
                 rtok += s.environment_tokens
-            one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
-                                      reward_tokens=rtok, policy=policy, reward_model=reward_model,
-                                      # sequences are counted whole: a ledger's kept rows are integers (WORK-004)
-                                      kept=None if s.kept is None else round(s.kept),
-                                      environment_tokens=s.environment_tokens, turns=s.turns)
+            if padded:      # TRL pads every row to the batch's longest completion: priced at the logged maximum
+                if s.completion_max is None or s.kept is not None or s.environment_tokens:
+                    raise RaceError(f"step {s.step}: profile {engine_profile!r} pads every row to its batch's longest "
+                                    "completion, and this log does not say how long that was (completions/max_length): "
+                                    "priced from means, the import would not be comparable with measured runs",
+                                    "import a log that has completions/max_length (TRL logs it every logging step)")
+                ps, cs = padded_lengths(s.prompt_mean, s.completion_mean, s.completion_max, settings.prompts_per_step,
+                                        settings.group_size)
+                full = [p for p in ps for _ in range(settings.group_size)]
+                one = acc.work_from_lengths(ps, cs, settings, engine_profile,
+                                            [p + c for p, c in zip(full, cs)] if reward_model is not None else None,
+                                            policy=policy, reward_model=reward_model)
+            else:
+                one = acc.work_from_means(s.prompt_mean, s.completion_mean, settings, engine=engine_profile,
+                                          reward_tokens=rtok, policy=policy, reward_model=reward_model,
+                                          # sequences are counted whole: a ledger's kept rows are integers (WORK-004)
+                                          kept=None if s.kept is None else round(s.kept),
+                                          environment_tokens=s.environment_tokens, turns=s.turns)
             work = acc.add_work(*([one] * s.generations))
             passes = acc.pass_breakdown(work, policy, adapter, settings, reward_model, engine_profile, cell.attention)
             flops = dict.fromkeys(acc.PHASES, 0)
@@ -328,8 +386,15 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
                 else:
                     mfu_flops = None
     if engine == "verl":
+        from ..validate.evidence import mfu_mismatch
+
         cmp.verl_estimator_update, cmp.verl_mfu_update = verl_est, mfu_flops
         cmp.peak_flops = peak_tflops * 1e12
+        why = mfu_mismatch(verl_est, mfu_flops)      # PROV-004: the engine's own MFU is outside evidence
+        if why:
+            ledger_path.unlink(missing_ok=True)
+            raise RaceError(f"{source.get('file', 'verl log')}: {why}",
+                            "import the run's own, unedited log with the --peak-tflops of its accelerator")
 
     report = build_report(ledger_path, spec, report_dir=out, evaluations=evaluations, provenance=Provenance(
         "imported", recorder=f"race import {source.get('engine', engine)}", steps=declared_steps or steps[-1].step,
@@ -373,11 +438,21 @@ def import_trl(state: str | Path, cell: "CellSpec", out: str | Path, *, engine_v
             engine_version = version("trl")
         except PackageNotFoundError:
             engine_version = "unknown"
+    from ..accounting import ENGINES
+
+    padded = ENGINES[engine_profile].padded
+    if padded and any(s.completion_max is None for s in steps):
+        raise RaceError(f"{state}: profile {engine_profile!r} pads every row to its batch's longest completion, and "
+                        "this log's entries do not all say how long that was (completions/max_length): priced from "
+                        "means alone the import is not comparable with measured TRL runs",
+                        "import a trainer_state.json whose log_history has completions/max_length (TRL logs it at "
+                        "every logging step)")
     notes = (f"Imported from TRL's trainer_state.json log_history by race import trl: mean lengths per logging "
-             f"step priced by suite.accounting (profile {engine_profile}); padding to the longest sequence is not "
-             "in the log, so padded positions are not counted.")
+             f"step priced by suite.accounting (profile {engine_profile})"
+             + ("; every row padded to the step's longest completion (completions/max_length), as TRL pads it; "
+                "prompt padding is not in the log (prompts priced at their mean)." if padded else "."))
     source = {"engine": "trl", "file": Path(state).name if Path(state).is_file() else "trainer_state.json",
-              "fields": list(TRL_NEEDED)}
+              "fields": list(TRL_NEEDED) + (["completions/max_length"] if padded else [])}
     return import_steps(steps, cell, out, engine="trl", engine_version=engine_version,
                         engine_profile=engine_profile, notes=notes, source=source, force=force,
                         declared_steps=declared)

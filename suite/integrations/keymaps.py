@@ -390,6 +390,9 @@ def steps_from_log(path: str | Path, km: KeyMap, cell, profile: str | None = Non
         where = f"{path}: step {step}"
         counted = skey is not None and skey in row and not by_tokens
         n = row[skey] if counted else expected
+        if not n > 0:       # a sequence count of 0 divides every per-sequence mean by zero
+            raise RaceError(f"{where}: field '{skey}' = {n:g} sequences; a training step generates at least one",
+                            "check the map's sequence key against the log")
         p = _tok(km.tokens["prompt"], row, cell, n, "prompt", where, km)
         c = _tok(km.tokens["completion"], row, cell, n, "completion", where, km)
         e = _tok(km.tokens["environment"], row, cell, n, "environment", where, km) if "environment" in km.tokens else 0

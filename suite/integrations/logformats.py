@@ -231,10 +231,16 @@ def read_csv(path: Path, *, step: str = "_step", **_: Any) -> Iterator[Row]:
     import csv
 
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        for rec in csv.DictReader(f):
-            s = number(rec.get(step))
-            if s is not None:
-                yield int(s), {k: v for k, v in values(rec).items() if v not in ("", None)}
+        reader = csv.DictReader(f)
+        try:
+            for rec in reader:
+                s = number(rec.get(step))
+                if s is not None:
+                    yield int(s), {k: v for k, v in values(rec).items() if v not in ("", None)}
+        except csv.Error as e:      # a field over the csv module's 128 KiB limit (line_num: the lines before it)
+            raise RaceError(f"{path}:{reader.line_num + 1}: not a CSV row the import can read ({e})",
+                            "export the metrics again (wandb / TensorBoard CSV: one row a step, numbers only)") \
+                from None
 
 
 # ---- TensorBoard -----------------------------------------------------------------------------------

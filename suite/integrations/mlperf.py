@@ -54,14 +54,19 @@ DESCRIBED = {
 
 
 def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, float]], list[dict]]:
-    """The events of an MLLOG file: (single values by key, tracked_stats merged per step, every
-    event). Lines without the `:::MLLOG ` prefix (the job's other output) are skipped."""
+    """The events of an MLLOG file: (single values by key, tracked_stats merged per step, the
+    block_stop and eval_accuracy events). Lines without the `:::MLLOG ` prefix (the job's other
+    output) are skipped; a malformed field is refused naming its line; at most
+    limits.MAX_IMPORT_STEPS training steps (streamed: memory stays bounded)."""
     path = Path(path)
     if not path.is_file():
         raise RaceError(f"MLPerf log {path} not found", "pass the .out file the MLPerf run wrote (rcp_logs/GBS*/seed_N.out)")
+    from ..limits import MAX_IMPORT_STEPS
+
     values: dict[str, Any] = {}
     stats: dict[int, dict[str, float]] = {}
-    events: list[dict] = []
+    events: list[dict] = []     # only the events the import reads again (KEPT_EVENTS): memory stays bounded
+    seen = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
             i = line.find(PREFIX)
@@ -76,16 +81,52 @@ def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, fl
                                 "the MLPerf logger writes ':::MLLOG ' and one JSON object a line") from None
             if not isinstance(ev, dict) or "key" not in ev:
                 raise RaceError(f"{path}:{n}: MLLOG event without a key", 'expected {"key": ..., "value": ...}')
-            events.append(ev)
-            meta = ev.get("metadata") if isinstance(ev.get("metadata"), dict) else {}
-            if ev["key"] == "tracked_stats" and isinstance(ev.get("value"), dict) and isinstance(meta.get("step"), int):
+            if not isinstance(ev["key"], str):
+                raise RaceError(f"{path}:{n}: field 'key' = {_short(ev['key'])} is not a string",
+                                'the MLPerf logger writes {"key": "name", "value": ...}')
+            seen = True
+            meta = ev.get("metadata")
+            if meta is not None and not isinstance(meta, dict):
+                raise RaceError(f"{path}:{n}: field 'metadata' = {_short(meta)} is not an object")
+            meta = meta or {}
+            step = meta.get("step")
+            if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+                raise RaceError(f"{path}:{n}: field 'metadata.step' = {_short(step)} is not a step number")
+            if ev["key"] in KEPT_EVENTS:
+                if len(events) >= 4 * MAX_IMPORT_STEPS:
+                    raise RaceError(f"{path}:{n}: more than {4 * MAX_IMPORT_STEPS:,} {ev['key']} events",
+                                    "real MLPerf logs have one a block; check the log")
+                events.append(ev)
+            if ev["key"] == "tracked_stats" and isinstance(ev.get("value"), dict) and step is not None:
                 if "samples_count" in meta:  # training stats; validation_time has no samples_count
-                    stats.setdefault(meta["step"], {}).update(ev["value"])
+                    for k, v in ev["value"].items():
+                        if k in NUMERIC and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                             or not math.isfinite(v) or v < 0):
+                            raise RaceError(f"{path}:{n}: field 'value.{k}' = {_short(v)} is not a non-negative number",
+                                            "the MLPerf logger writes numbers in tracked_stats")
+                    if step not in stats and len(stats) >= MAX_IMPORT_STEPS:
+                        raise RaceError(f"{path}:{n}: more than {MAX_IMPORT_STEPS:,} training steps (limits."
+                                        "MAX_IMPORT_STEPS)", "real GRPO logs hold far fewer; split the log or check it")
+                    stats.setdefault(step, {}).update(ev["value"])
             elif ev.get("event_type") == "POINT_IN_TIME":
                 values.setdefault(ev["key"], ev.get("value"))
-    if not events:
+    if not seen:
         raise RaceError(f"{path}: no ':::MLLOG ' lines", "pass the output of an MLPerf-logging run")
     return values, stats, events
+
+
+KEPT_EVENTS = frozenset({"block_stop", "eval_accuracy"})
+"""Events read_mllog keeps whole (the import reads them again); the rest is folded as it streams."""
+
+NUMERIC = ("global_valid_toks", "global_valid_seqs", "train_step_time", "policy_training_time",
+           "exposed_generation_time", "weight_sync_time", "valid_tokens_per_sec_per_gpu")
+"""tracked_stats fields the import computes with: each a finite non-negative number, or refused
+naming its line."""
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def _num(d: dict, key: str, where: str) -> float:
@@ -158,6 +199,10 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
     last_block = max((ev.get("metadata", {}).get("step") for ev in events
                       if ev.get("key") == "block_stop" and isinstance(ev.get("metadata", {}).get("step"), int)),
                      default=None)
+    from .sanity import check_markers
+
+    # block_stop's step is the step the next block would start at: steps 1..block_stop - 1 trained
+    check_markers(steps[-1].step, {"block_stop": None if last_block is None else last_block - 1}, where=where)
     gpus = _gpus(stats)
     hw = None
     if cell.hardware is not None:
@@ -194,9 +239,6 @@ def import_mlperf(log: str | Path, cell, out: str | Path, *, engine_version: str
              f"the run description (provenance.assumptions). Rollout seconds are NeMo-RL's exposed_generation_time "
              f"(asynchronous generation overlaps training: the rest is hidden); 'other' is the rest of "
              f"train_step_time (weight sync included).")
-    if last_block is not None and last_block > steps[-1].step:
-        notes += (f" The log's last block_stop is at step {last_block}; steps without tracked_stats "
-                  f"({last_block - steps[-1].step}) are not in the ledger.")
     source = {"engine": "mlperf", "file": log.name, "fields": [*NEEDED, *HYPER]}
     return import_steps(steps, cell, out, engine="nemo-rl", engine_version=engine_version,
                         engine_profile=engine_profile or str(cell.engine.get("profile") or "nemo-rl-on-policy"),

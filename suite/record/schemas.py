@@ -89,13 +89,23 @@ def inline_refs(schema: dict) -> dict:
     """The schema with every local `#/$defs/...` reference replaced by its target (the schemas
     are not recursive): same verdicts, about a third faster, since jsonschema resolves each
     $ref through the referencing library on every visit."""
-    defs = schema.get("$defs", {})
+    def target(ref: str):
+        # any local JSON pointer (#/$defs/x, #/properties/hardware: a staged report's stage
+        # hardware refers to the top-level section), so no section validated alone keeps a $ref
+        # it cannot resolve
+        node = schema
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        return node
 
     def walk(node):
         if isinstance(node, dict):
             ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-                return {**walk(defs[ref[8:]]), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
+            if isinstance(ref, str) and ref.startswith("#/") and (t := target(ref)) is not None:
+                return {**walk(t), **{k: walk(v) for k, v in node.items() if k != "$ref"}}
             return {k: walk(v) for k, v in node.items()}
         if isinstance(node, list):
             return [walk(x) for x in node]

@@ -24,6 +24,7 @@ means with their kept share, environment tokens and turns; a staged estimate sta
 (ST-004 in rollout_rules). Every ledger-backed report (WORK-008): the engine profile is one of
 the engine's own. WORK-009: discards and environment tokens only where a run can make them.
 WORK-010: linear-attention chunk counts within what the scanned tokens and rows allow.
+WORK-011: a padded profile's ledger has padded rows (no vanished padding; TRL schedules too).
 
 Tolerances: a measured ledger's work is built from integer lengths, so every equation is
 exact. An imported ledger prices per-step *means* and rounds each statistic once per generation
@@ -87,6 +88,9 @@ class System:
         self.declared = self.steps if declared is None else declared
         spg, gas = g.get("steps_per_generation"), g.get("gradient_accumulation_steps")
         self.scheduled = isinstance(spg, int) and spg != (gas if isinstance(gas, int) else 1)
+        # TRL's schedule: one generation batch per spg x mu micro-steps, gas micro-steps an optimizer step
+        self.spg = spg if isinstance(spg, int) and spg >= 1 else 1
+        self.gas = gas if isinstance(gas, int) and gas >= 1 else 1
         # Discarded completions (count.discarded: generated, never trained) and multi-turn
         # environment tokens (count.rollout_env: prefill, over T policy turns a completion).
         self.D, self.E = get("count.discarded", 0), get("count.rollout_env", 0)
@@ -102,6 +106,16 @@ class System:
             self.sums = led     # the kept rows and tokens of a filtered ledger, record by record
             if self.method in (None, "measured") and not self.scheduled:
                 self.led = led
+
+    @property
+    def cycle(self) -> int:
+        """Micro-steps one generation batch serves (TRL: steps_per_generation x mu)."""
+        return self.spg * self.mu
+
+    @property
+    def micro(self) -> int:
+        """Micro-steps the run took: the declared optimizer steps x gradient accumulation."""
+        return (self.declared if self.method == "imported" else self.steps) * self.gas
 
     @property
     def ok(self) -> bool:
@@ -120,15 +134,27 @@ class System:
         return "per-generation" if self.led.generations == self.led.records else "per-step"
 
     @property
+    def padded_import(self) -> bool:
+        """An import priced with the padding its log bounds (race import trl under a padded
+        profile: every row at the step's longest completion, `completions/max_length` among the
+        source's fields)."""
+        prov = self.doc.get("provenance") if isinstance(self.doc.get("provenance"), dict) else {}
+        src = prov.get("source") if isinstance(prov.get("source"), dict) else {}
+        return self.method == "imported" and "completions/max_length" in (src.get("fields") or ())
+
+    @property
     def padded(self) -> bool:
         """Training rows are padded: the profile pads and the lengths were real (imported means
-        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it)."""
-        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+        are every row's length, so padding adds nothing unless pad_to_multiple_of rounds it, or
+        the import priced the logged longest completion)."""
+        return self.prof.padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None
+                                     or self.padded_import)
 
     @property
     def rollout_padded(self) -> bool:
         """Generation rows are padded (as `padded`, for the rollout)."""
-        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None)
+        return self.prof.rollout_is_padded and (self.method != "imported" or self.s.pad_to_multiple_of is not None
+                                                or self.padded_import)
 
     @property
     def whole(self) -> bool:
@@ -212,6 +238,8 @@ class System:
             return "range", L, mu * L       # one record: its batch's mu passes, or TRL's first step of mu
         if self.layout == "per-generation" or self.method == "imported" or mu == 1:
             return "eq", mu * L
+        if self.scheduled:      # whole cycles of spg x mu micro-steps: every batch trained mu times
+            return ("eq", mu * L) if self.complete else ("range", L, mu * L)
         if self.G == self.steps or self.G * mu == self.steps:
             return "eq", mu * L
         return "range", L, mu * L
@@ -227,6 +255,10 @@ class System:
             return self.led.records > 1
         if self.layout == "per-step":
             return self.regular and self.last_uses == self.mu
+        if self.scheduled:
+            # TRL's steps_per_generation: the run ends on a whole cycle of spg x mu micro-steps
+            # and made one generation per cycle (WORK-001 ties G to the steps)
+            return self.micro % self.cycle == 0 and self.G * self.cycle == self.micro
         return self.G == self.steps or self.G * self.mu == self.steps
 
     def slack(self, coef: int | float = 2) -> int:
@@ -321,6 +353,9 @@ def sequences(ctx) -> Iterable[Issue]:
     of mu, never one above). Without it, G must be what the declared steps imply: one per step, or one per
     mu steps (with `grpo.steps_per_generation`, one per steps_per_generation x mu /
     gradient_accumulation_steps). Imported logs count the declared `provenance.steps`. Exact.
+    A measured ledger of a TRL steps_per_generation schedule keeps TRL's rhythm record by record:
+    optimizer step j generates a batch on each of its gradient_accumulation_steps micro-steps
+    that is a multiple of steps_per_generation x mu, and on no other.
     A report whose prompts per step, K or mu was edited (16 -> 64, 2 -> 8, 1 -> 4) no longer
     divides its own completions or its ledger's rhythm."""
     sy = _system(ctx, any_method=True)
@@ -345,7 +380,10 @@ def sequences(ctx) -> Iterable[Issue]:
         if sy.G != led.generations:
             yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
                         f"but {led.generations:,} ledger records generated", hint)
-        if sy.layout == "per-step":
+        if sy.layout == "per-step" and led.first_gen_step is None:
+            yield Issue(_wp("count.completions"), f"none of the ledger's {led.records:,} records generated: a run "
+                        "trains on completions it generated", hint)
+        elif sy.layout == "per-step":
             gaps = sorted(led.gen_gaps)
             # A batch serves at most mu steps; a resumed run regenerates early once (a gap < mu),
             # so mu itself must still be among the gaps.
@@ -355,11 +393,36 @@ def sequences(ctx) -> Iterable[Issue]:
                             f"every {', '.join(map(str, gaps)) or '-'} steps, the last {sy.last_uses} steps before its "
                             f"end; with mu = {mu}, TRL generates on the first step and then every {mu} steps", hint)
         return
+    if sy.scheduled and sy.method in (None, "measured") and sy.sums is not None and sy.mu >= 1:
+        bad = _schedule_rhythm(sy, sy.sums.path)
+        if bad is not None:
+            step, got, want = bad
+            yield Issue(_wp("count.completions"), f"ledger step {step:,} generated {got:,} completions, but TRL's "
+                        f"schedule (steps_per_generation {sy.spg}, gradient_accumulation_steps {sy.gas}, mu = {mu}: one "
+                        f"generation batch of {sy.N} every {sy.cycle} micro-steps) generates {want:,} there", hint)
+            return
     allowed = _generations_allowed(sy)
     if sy.G not in allowed:
         yield Issue(_wp("count.completions"), f"{sy.n:,} completions are {sy.G:,} generation batches of {sy.N}, "
                     f"but {sy.steps:,} steps with mu = {mu} imply {' or '.join(f'{a:,}' for a in sorted(allowed))}",
                     hint)
+
+
+def _schedule_rhythm(sy: System, path) -> tuple[int, int, int] | None:
+    """The first ledger record whose generated completions break TRL's steps_per_generation
+    rhythm, (step, completions, what the schedule generates there), or None: optimizer step j
+    (1-based, one record a step) runs micro-steps (j - 1) x gas .. j x gas - 1 and generates a
+    batch of N on each micro-step that is a multiple of spg x mu."""
+    from ..record.ledger import iter_ledger
+
+    cycle, gas = sy.cycle, sy.gas
+    for j, r in enumerate(iter_ledger(path, strict=False), 1):
+        lo = (j - 1) * gas
+        gens = (lo + gas - 1) // cycle - (lo - 1) // cycle if lo else (gas - 1) // cycle + 1
+        got = r["work"].get("count.completions", 0)
+        if got != gens * sy.N:
+            return r["step"], got, gens * sy.N
+    return None
 
 
 @rule("WORK-002", title="completion tokens outside [1, max_completion_tokens] per completion", requires=_REQ)
@@ -518,9 +581,11 @@ def update_work(ctx) -> Iterable[Issue]:
         want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else U - rows
     else:
         out.append(_ge(_wp("update.train.tokens"), tok, U, "training positions (the update tokens, padded)", sl))
-        if sy.whole and tok % sy.N:
+        # TRL's steps_per_generation trains slices of N / spg rows (each at its batch's padded widths)
+        unit = sy.N // sy.spg if sy.scheduled and sy.N % sy.spg == 0 else sy.N
+        if sy.whole and tok % unit:
             out.append(Issue(_wp("update.train.tokens"), f"padded training positions {tok:,} are not a whole number "
-                             f"of rows of {sy.N}", HINT))
+                             f"of rows of {unit}", HINT))
         want_lm = uses * Ck if sy.prof.lm_head_train == "completion" else tok - rows
         led = sy.led
         if led is not None and led.train_rows_equal != led.train_records:
@@ -855,3 +920,93 @@ def chunk_counts(ctx) -> Iterable[Issue]:
                           f"{name} squared chunk counts ({chunks:,} chunks over {rows:,} scans)", sl)):
                 if i:
                     yield i
+
+
+MIN_UNPADDED = 2
+"""Zero-padded training records from this many on (more than half of them) are equal-length
+rows written from means, not a padded engine's batches (PROV-003's rule for identical records)."""
+
+
+class _Padding:
+    """One pass over a measured ledger under a padded profile: training records with no padding
+    at all, generating records whose completions all hit the cap, and (TRL steps_per_generation
+    schedules) records whose rows are not whole padded rows."""
+
+    def __init__(self, sy: System, path):
+        from ..record.ledger import iter_ledger
+
+        self.train = self.unpadded = self.generating = self.capped = 0
+        self.bad_rollout: list[int] = []
+        self.bad_train: list[int] = []
+        N, slice_rows = sy.N, (sy.N // sy.spg if sy.N % sy.spg == 0 else None)
+        one_batch = sy.cycle % sy.gas == 0      # each optimizer step's micro-steps lie in one cycle
+        for r in iter_ledger(path, strict=False):
+            w = r["work"]
+            n = w.get("count.completions", 0)
+            if n:
+                self.generating += 1
+                if w.get("count.rollout_completion", 0) >= n * sy.cap:
+                    self.capped += 1
+                roll = w.get("rollout.tokens", 0)
+                if sy.scheduled and sy.rollout_padded and n == N and 2 * n * w.get("rollout.attn_causal", 0) != roll * (roll + n):
+                    self.bad_rollout.append(r["step"])
+            tu, u, full = w.get("update.train.tokens", 0), w.get("count.update", 0), w.get("update.train.attn_full", 0)
+            if not u:
+                continue
+            self.train += 1
+            if tu == u:
+                self.unpadded += 1
+            if sy.scheduled and one_batch and slice_rows:
+                rows, rem = divmod(tu * tu, full) if full else (0, 1)
+                if rem or rows % slice_rows:
+                    self.bad_train.append(r["step"])
+
+
+@rule("WORK-011", title="a padded profile's ledger has rows no padded engine runs", requires=_REQ + ("ledger",))
+def padded_rows(ctx) -> Iterable[Issue]:
+    """Under a padded profile (trl, trl-cpu; trl-vllm trains padded) every row of a batch runs to
+    the batch's longest prompt and completion. Two things a forger can write and a padded engine
+    cannot:
+
+    - *padding that vanishes*: training records whose positions equal the unpadded tokens
+      (`update.train.tokens` = `count.update`) have rows all of one length -- every prompt and
+      every completion of the batch equally long. A real batch is (sampled completions differ),
+      except when every completion hits the cap. From MIN_UNPADDED such records on, more than
+      half of them, or a one-record ledger of 4 completions or more, the ledger was written from
+      means (equal lengths) and priced without the padding the engine ran: refused, like
+      identical records (PROV-003), unless every generating record's completions fill the cap.
+    - *TRL steps_per_generation schedules* (steps_per_generation != gradient_accumulation_steps):
+      the per-record padded-row checks of WORK-003/004 hold there too. A record holding one
+      generation batch of N = K x prompts_per_step rows has rollout pairs n x tri(positions / n);
+      a record whose micro-steps lie in one generation cycle (spg x mu a multiple of
+      gradient_accumulation_steps) trains whole slices of the batch at its padded width:
+      positions^2 / full pairs is a whole number of rows, a multiple of the slice (N /
+      steps_per_generation).
+
+    Measured ledgers only (an import prices means: it has no padding to see, PROV-004 says how
+    TRL imports are priced)."""
+    sy = _system(ctx)
+    if sy is None or sy.method not in (None, "measured") or not sy.prof.padded:
+        return
+    led = _led(ctx)
+    if led is None or led.n_step_problems or not led.records:
+        return
+    cache = ctx.__dict__.get("_padding")
+    if cache is None:
+        cache = ctx.__dict__["_padding"] = _Padding(sy, led.path)
+    p = cache
+    hint = ("a padded engine runs every row to the batch's longest prompt and completion: rebuild the ledger from the "
+            "run (suite.train.trl_callback.RaceLedger), or declare the profile the engine ran")
+    if p.generating and p.capped < p.generating and p.unpadded and (
+            (p.unpadded >= MIN_UNPADDED and 2 * p.unpadded > p.train) or (p.train == 1 and (sy.n or 0) >= 4)):
+        yield Issue(_wp("update.train.tokens"), f"{p.unpadded:,} of the ledger's {p.train:,} training records have no "
+                    f"padding at all (training positions = update tokens) under the padded profile {sy.prof.name!r}: "
+                    "every prompt and completion of their batches equally long, which sampled completions are not",
+                    hint)
+    for steps, what in ((p.bad_rollout, "rollout pairs that are not n x tri(positions / n)"),
+                        (p.bad_train, f"training rows that are not whole padded slices of {sy.N // sy.spg} rows")):
+        if steps:
+            yield Issue(_wp("update.train.attn_full" if steps is p.bad_train else "rollout.attn_causal"),
+                        f"{len(steps):,} ledger records (steps {', '.join(map(str, steps[:5]))}"
+                        f"{', ...' if len(steps) > 5 else ''}) have {what}, under TRL's steps_per_generation "
+                        f"{sy.spg} / gradient_accumulation_steps {sy.gas} schedule", hint)

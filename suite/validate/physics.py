@@ -197,12 +197,13 @@ def _priced(work: dict, args: tuple) -> dict:
 
 @lru_cache(maxsize=64)
 def catalog_spec(name: str):
-    """The catalog ModelSpec a model name names (hub ids too), or None for other names; read
-    once per name (the catalog ships with the package and is part of the validator's
-    fingerprint)."""
-    from ..accounting.modelspec import in_catalog, load_spec
+    """The catalog ModelSpec a model name names (normalised: identity.catalog_name), or None for
+    other names; read once per name (the catalog is part of the validator's fingerprint)."""
+    from ..accounting.modelspec import load_spec
+    from .identity import catalog_name, recipe_names
 
-    return load_spec(name) if in_catalog(name) else None
+    hit = catalog_name(name)
+    return load_spec(hit) if hit is not None and hit in recipe_names() else None
 
 
 def _rel(a: int, b: int) -> float:
@@ -380,17 +381,21 @@ def catalog_identity(ctx) -> Iterable[Issue]:
     when its counts and FLOPs were edited to match it. Read without torch too."""
     from ..accounting.stored import config_differences, is_traced, traced_catalog_config
     from ..errors import RaceError
+    from .identity import catalog_name
 
     for where, m in _model_sections(ctx.doc):
+        name = catalog_name(m["name"])      # normalised: a zero-width space or a trailing slash hides nothing
+        if name is None:
+            continue
         try:
-            cat = catalog_spec(m["name"])       # a catalog name, never a path
-            traced_cat = traced_catalog_config(m["name"]) if cat is None else None
+            cat = catalog_spec(name)       # a catalog name, never a path
+            traced_cat = traced_catalog_config(name) if cat is None else None
         except RaceError:
             continue
         d = m["spec"]
         if cat is None and traced_cat is None:
             continue
-        fix = f"carry the catalog's spec (race flops --model {m['name']} --json), or rename the model"
+        fix = f"carry the catalog's spec (race flops --model {name} --json), or rename the model"
         if traced_cat is not None:
             diff = ["a recipe spec for a model priced by the traced path"] if not is_traced(d) else \
                 config_differences(d["config"], traced_cat)
@@ -404,7 +409,8 @@ def catalog_identity(ctx) -> Iterable[Issue]:
             diff = [f"{k} {getattr(spec, k)!r} vs {getattr(cat, k)!r}" for k in _SPEC_FIELDS
                     if getattr(spec, k) != getattr(cat, k)]
         if diff:
-            yield Issue(f"{where}.spec", f"spec differs from catalog model {m['name']!r}: {', '.join(diff)}", fix)
+            yield Issue(f"{where}.spec", f"spec differs from catalog model {name!r} (named {m['name']!r}): "
+                        f"{', '.join(diff)}", fix)
 
 
 _SPEC_FIELDS = ("model_type", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "intermediate_size",

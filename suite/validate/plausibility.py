@@ -89,3 +89,19 @@ def high_utilization(ctx) -> Iterable[Issue]:
     if UTILIZATION_WARN < util <= 1:
         yield Issue("$.hardware", f"implied utilization {util:.1%} of peak is unusually high for GRPO: {how}",
                     "check the FLOP counts and the hardware numbers; GRPO runs rarely sustain half of peak")
+
+
+@rule("PLAUS-006", title="implied hardware utilization below 0.1%", severity="warning", requires=("totals", "hardware"))
+def low_utilization(ctx) -> Iterable[Issue]:
+    """The utilization floor's warning (PHYS-012 is its error): the claimed FLOPs imply less than
+    UTILIZATION_FLOOR_WARN (0.1%) of the declared accelerators' peak over the time they were held,
+    for the whole run or for its update phase (the ledger's seconds). GRPO training passes run
+    compute-bound; a run below 0.1% of peak (the MLPerf reference run sits at 0.45%) usually has FLOPs understated (completions or
+    passes left out of a regenerated ledger while its real seconds stayed) or mis-scaled
+    hardware numbers. --strict refuses it."""
+    from .evidence import UTILIZATION_FLOOR_ERROR, UTILIZATION_FLOOR_WARN, utilization_floor
+
+    for path, util, how in utilization_floor(ctx.doc):
+        if UTILIZATION_FLOOR_ERROR <= util < UTILIZATION_FLOOR_WARN:
+            yield Issue(path, f"implied utilization {util:.3g} ({util:.2%} of peak) is unusually low: {how}",
+                        "check that the ledger holds every token and pass the run made, and the hardware numbers")

@@ -53,8 +53,8 @@ def empty(ctx) -> Iterable[Issue]:
 def declared_steps(ctx) -> Iterable[Issue]:
     """Every optimizer step the run took must be in its numbers. `provenance.steps` declares
     them (the engine's step count); without it, a measured ledger's own step numbers do.
-    *measured*: one record per optimizer step, so the record count equals the declared steps
-    (steps 1..N, none missing). *imported*: a log entry may cover several steps, so the last
+    *measured* (and a report without provenance, schema 1.0, whose ledger is measured): one record
+    per optimizer step, so the record count equals the declared steps (steps 1..N, none missing). *imported*: a log entry may cover several steps, so the last
     logged step must be the declared one. *estimated*: `totals.steps` must be the declared
     steps. A 300-step run with a one-record ledger (or a report claiming fewer steps than it
     took) is refused."""
@@ -78,7 +78,8 @@ def declared_steps(ctx) -> Iterable[Issue]:
         return
     if method not in (None, "measured"):
         return
-    if method == "measured" and s is not None and s.last_step != records:
+    # every schema version: a 1.0 report (no provenance) is a measured ledger too, one record a step
+    if s is not None and s.last_step != records:
         yield Issue("$.ledger.records", f"the ledger holds {records:,} step record(s) but its steps run to step "
                     f"{s.last_step:,}: a measured ledger has one record per optimizer step, none missing", hint)
     elif declared is not None and records != declared:

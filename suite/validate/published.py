@@ -32,7 +32,10 @@ def pretraining_share(ctx) -> Iterable[Issue]:
     read = ctx.models.get("$.policy")
     if read is None or read.spec is None:
         return  # PHYS-006 reports an unreadable spec (PHYS-010 one that cannot be traced here)
-    spec = replace(read.spec, name=doc["policy"]["name"])      # the facts are looked up by the model's name
+    from .identity import catalog_name
+
+    name = doc["policy"]["name"]   # the facts are looked up by the model's name, normalised as the catalog's
+    spec = replace(read.spec, name=catalog_name(name) or name)
     want = share_of_pretraining(total, spec)
     if sec["flops"] != want["flops"] or sec["method"] != want["method"]:
         yield Issue("$.pretraining.flops", f"pretraining {sec['flops']} ({sec['method']}) for {spec.name}; the "
@@ -120,3 +123,26 @@ def ranges(ctx) -> Iterable[Issue]:
         if not u["low"] * (1 - REL) <= point <= u["high"] * (1 + REL):
             yield Issue("$.sources.range.utilization", f"range [{u['low']:.3g}, {u['high']:.3g}] does not hold the "
                         f"implied utilization {point:.3g} at the stated hours", "rebuild the report (race report --estimate)")
+
+
+@rule("PUB-004", title="a catalog policy's report has no pretraining share", requires=("policy", "totals"))
+def pretraining_kept(ctx) -> Iterable[Issue]:
+    """A report whose policy is a catalog model with pretraining facts
+    (suite/accounting/catalog/pretraining.yaml) carries its `pretraining` section, in every
+    schema version that has it (1.2 on; 1.0 and 1.1 reports predate it): PUB-001 recomputes it from the policy's name, which ties the name to the
+    compute of the model it names. Dropped, a policy renamed or respecified under a catalog name
+    would lose that check; `race report`, `race import` and `race report --estimate` always write it."""
+    if "pretraining" in ctx.doc or ctx.doc.get("schema_version") in ("1.0", "1.1"):
+        return      # 1.0 and 1.1 predate the section (PHYS-007 / PHYS-011 still hold the name)
+    from dataclasses import replace
+
+    from ..accounting.pretraining import pretraining
+    from .identity import catalog_name
+
+    name = catalog_name(ctx.doc["policy"]["name"])
+    read = ctx.models.get("$.policy")
+    if name is None or read is None or read.spec is None:
+        return
+    if pretraining(replace(read.spec, name=name)) is not None:
+        yield Issue("$.pretraining", f"policy {name!r} has pretraining facts, but the report carries no pretraining "
+                    "section", "rebuild the report (race report), which writes the pretraining share")

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import jsonstrict
-from . import (arithmetic, board_rules, curve_rules, energy, equations, ledger_rules, physics, plausibility,  # noqa: F401
-               provenance, published, rollout_rules, schedule_rules, schema_rules)  # (register rules)
+from . import (arithmetic, artefacts, board_rules, curve_rules, energy, equations, evidence, identity,  # noqa: F401
+               ledger_rules, physics, plausibility, provenance, published, rollout_rules, schedule_rules,
+               schema_rules)  # (register rules)
 from .context import LedgerContext, LedgerSummary, ReportContext
 from .registry import RULES, Finding, Issue, ordered, rule
 

@@ -90,7 +90,8 @@ def update_vs_rollout(ctx) -> Iterable[Issue]:
             slack = -(-(mu * (ke + 1 + env) + 2) * batches // 2) + 1
         if update > want + slack:
             yield Issue(path, f"update tokens {update:,} exceed mu x rollout tokens = {mu} x {rows:,} = {want:,} "
-                        f"(mu {mu}{sched}): rows are charged {update / rows:.3g} training passes, at most {mu} run", hint)
+                        f"(mu {mu}{sched}): rows are charged {update / rows if rows else float('inf'):.3g} training passes, at most "
+                        f"{mu} run", hint)
             continue
         trained = want if kept is None else want * kept     # a kept share of 0 trains nothing
         if prov.get("method") == "estimated" and abs(update - trained) > slack:
