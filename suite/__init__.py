@@ -16,9 +16,8 @@ __version__ = "0.1.0"
 API: dict[str, dict[str, str]] = {
     "account": {      # what GRPO steps cost, per phase (docs/accounting.md)
         "ModelSpec": "suite.accounting.modelspec",
-        "load_spec": "suite.accounting.modelspec",
-        "spec_for": "suite.accounting.traced",
-        "catalog_names": "suite.accounting.modelspec",
+        "spec_for": "suite.accounting.specs",
+        "catalog_names": "suite.accounting.specs",
         "Adapter": "suite.accounting.adapter",
         "GRPOSettings": "suite.accounting.settings",
         "work_from_lengths": "suite.accounting.work",

@@ -44,13 +44,13 @@ import warnings
 
 from .. import jsonstrict
 from ..errors import RaceError
-from .adapter import Adapter, LoraUnit
+from .adapter import Adapter, Lora, LoraUnit
+from .costs import CHUNK
 from .layerflops import Regions, SkipFailed, no_gc, record_outputs, skip, structures
-from .work import CHUNK, Needs
+from .work import Needs
 
-PATH_RECIPE = "recipe"
 PATH_TRACED = "traced"
-"""How a model's FLOPs were priced, as reports and `race flops` name it."""
+"""`priced_by` of a spec priced by tracing its Hugging Face code (needs torch and transformers)."""
 
 FIT_LENGTHS = (5, 9, 16)
 """Sequence lengths the per-layer fit solves on at batch 1 (tok, pair, row); a batch-2 pass at
@@ -72,8 +72,8 @@ class _Family:
 
 @dataclass(frozen=True)
 class TracedSpec:
-    """A decoder priced by tracing its Hugging Face modeling code (duck-types ModelSpec where
-    pricing and reports read it)."""
+    """A decoder priced by tracing its Hugging Face modeling code (a `suite.accounting.specs.Spec`,
+    as a recipe's ModelSpec is)."""
 
     name: str
     model_type: str
@@ -94,8 +94,20 @@ class TracedSpec:
     experts_per_token: int = 0
     chunk: int = CHUNK
     """Chunk length of a chunked scan (the config's chunk_size, Mamba-2; else 64)."""
-    traced: bool = True
-    path: str = PATH_TRACED
+
+    @property
+    def priced_by(self) -> str:
+        """'traced': FlopCounterMode over its own Hugging Face code, fitted per layer."""
+        return PATH_TRACED
+
+    def costs(self, adapter: Adapter, *, rg0: bool, gc: bool, fold: bool = False, early_stop: bool = False) -> dict:
+        """{'fwd', 'base', 'bwd', 'recompute'} per stat, measured on its code (`traced_costs`);
+        `fold` and `early_stop` are what the code does, so they change nothing here."""
+        return traced_costs(self, adapter, rg0, gc)
+
+    def to_hf_config(self) -> dict:
+        """The Hugging Face config it is traced from."""
+        return self.config_dict
 
     @property
     def family(self) -> _Family:
@@ -120,8 +132,10 @@ class TracedSpec:
     def mixer_of(self, i: int) -> str:
         return "sliding" if self.windows[i] else "full"
 
-    def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
-        """(what peft adapts, trainable parameters), read off the real peft model (`traced_lora`)."""
+    def lora(self, adapter: Adapter) -> Lora:
+        """The LoRA question, read off the real peft model (`traced_lora`)."""
+        if adapter.kind != "lora":
+            return Lora((), self.params_total)
         return traced_lora(self, adapter)
 
     @property
@@ -133,7 +147,7 @@ class TracedSpec:
     def to_dict(self) -> dict:
         """A report's model spec: the config itself (everything else is traced from it again;
         suite.accounting.stored.spec_from_dict reads it back)."""
-        return {"priced_by": self.path, "name": self.name, "model_type": self.model_type,
+        return {"priced_by": PATH_TRACED, "name": self.name, "model_type": self.model_type,
                 "config": json.loads(self.config)}
 
 
@@ -527,7 +541,7 @@ def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dic
 
 
 @functools.lru_cache(maxsize=128)
-def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+def traced_lora(spec: TracedSpec, adapter: Adapter) -> Lora:
     """(what peft adapts, trainable parameters) on the real model (meta device): peft wraps one
     layer of each structure (`_classes`); the others adapt what their first does."""
     _need_torch()
@@ -548,7 +562,7 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trainable += sum(per_layer.get(r, 0) for j, r in enumerate(keep) if r != j)
-    return tuple(sorted(units, key=dataclasses.astuple)), trainable
+    return Lora(tuple(sorted(units, key=dataclasses.astuple)), trainable)
 
 
 CPU_LIMIT = 20_000_000
@@ -657,62 +671,4 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
                       chunk=int(getattr(hf, "chunk_size", None) or getattr(hf, "mamba_chunk_size", None) or CHUNK))
 
 
-def spec_for(config, name: str | None = None):
-    """The spec that prices any Hugging Face decoder config: the analytic recipe where its
-    family has one (ModelSpec), else the traced path (TracedSpec). `config`: a dict, a
-    transformers PretrainedConfig, a config.json path or folder, or a catalog name. The result
-    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`)
-    and into reports (a traced one as its config, report 1.3). `priced_by(spec)` names the path.
-
-    Args: `config`, `name` (default: the config's _name_or_path, else its folder). Returns the
-    ModelSpec or TracedSpec."""
-    from .modelspec import FAMILIES, _TEXT_OF, _read_json, in_catalog, load_spec, spec_from_config
-
-    if isinstance(config, (str, Path)):
-        if in_catalog(str(config)):
-            return load_spec(str(config))
-        hit = traced_catalog_lookup(str(config))
-        if hit is not None:
-            return traced_spec(_read_json(hit), hit.stem, f"catalog {hit.stem}")
-        path = Path(config).expanduser()
-        path = path / "config.json" if path.is_dir() else path
-        if not path.is_file():
-            return load_spec(str(config))  # its error names the closest catalog models
-        cfg = _read_json(path)
-        name = name or cfg.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
-        where = str(path)
-    elif isinstance(config, dict):
-        cfg, where = config, None
-    else:  # a PretrainedConfig
-        cfg, where = {**config.to_dict(), "model_type": config.model_type}, None
-    name = name or cfg.get("_name_or_path") or str(cfg.get("model_type"))
-    mt = cfg.get("model_type")
-    if mt in FAMILIES or mt in _TEXT_OF:
-        return spec_from_config(cfg, name, where)
-    if mt is None:
-        raise RaceError(f"{where or name}: config is missing field 'model_type'")
-    return traced_spec(cfg, name, where)
-
-
-TRACED_CATALOG = Path(__file__).with_name("catalog") / "traced"
-"""Catalog entries of families with no recipe (config facts only, each with its `_source`): priced
-by the traced path, so they need torch; `modelspec.catalog_names` lists the recipe ones."""
-
-
-def traced_catalog_names() -> list[str]:
-    """Names of the catalogued models of families with no recipe, sorted."""
-    return sorted(p.stem for p in TRACED_CATALOG.glob("*.json"))
-
-
-def traced_catalog_lookup(name: str) -> Path | None:
-    key = name.split("/")[-1].lower()
-    return next((TRACED_CATALOG / f"{n}.json" for n in traced_catalog_names() if n.lower() == key), None)
-
-
-def priced_by(spec) -> str:
-    """'recipe' (an analytic recipe, no torch) or 'traced' (FlopCounterMode over the HF code)."""
-    return getattr(spec, "path", PATH_RECIPE)
-
-
-__all__ = ["TracedSpec", "traced_spec", "traced_catalog_names", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
-           "PATH_TRACED"]
+__all__ = ["TracedSpec", "traced_spec", "traced_costs", "traced_lora", "PATH_TRACED"]

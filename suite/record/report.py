@@ -160,7 +160,7 @@ class Report:
     def priced_by(self) -> dict[str, str | None]:
         """The path that priced each model: {"policy": "recipe" or "traced", "reward": the reward
         model's, None for rule rewards} (a spec with priced_by traced, else the recipe)."""
-        from ..accounting.stored import priced_by
+        from ..accounting.specs import priced_by
 
         model = self._section("reward").get("model")
         return {"policy": priced_by(self.get("policy.spec")),
@@ -547,10 +547,9 @@ class Means:
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
     """The spec of a run description's model: a spec object as given, else the spec of a catalog
     name or config folder of any family (the analytic recipe, else the traced path)."""
-    from ..accounting.modelspec import ModelSpec
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import Spec, spec_for
 
-    if isinstance(x, ModelSpec) or getattr(x, "traced", False):  # a traced spec (suite.accounting.traced) too
+    if isinstance(x, Spec):  # a recipe's ModelSpec or a TracedSpec
         return x
     return spec_for(x)
 
