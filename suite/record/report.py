@@ -1,6 +1,7 @@
 # Over 500 lines: the one module that reads and writes report.json: the typed Report, built from a ledger or from means.
 """The compute-allocation report v1: built from a ledger, read, changed and written through
-this one module (nothing else parses or writes report.json).
+this one module (the validator, suite.validate.runner, parses untrusted reports itself, to turn
+a malformed one into findings; nothing else parses or writes report.json).
 
 The JSON Schema `schemas/report-v1.schema.json` is the contract; this module follows it.
 
