@@ -102,7 +102,9 @@ class TracedSpec:
 
     def costs(self, adapter: Adapter, *, rg0: bool, gc: bool, fold: bool = False, early_stop: bool = False) -> dict:
         """{'fwd', 'base', 'bwd', 'recompute'} per stat, measured on its code (`traced_costs`);
-        `fold` and `early_stop` are what the code does, so they change nothing here."""
+        `fold` and `early_stop` are what the code does, so they change nothing here. LoRA targets
+        that adapt nothing are refused by name first (`lora`), not inside peft."""
+        self.lora(adapter)
         return traced_costs(self, adapter, rg0, gc)
 
     def to_hf_config(self) -> dict:
@@ -560,8 +562,16 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> Lora:
     from .reference import adapted_units, add_lora
 
     keep = _classes(spec.config, spec.windows)
-    with _quiet():
-        model = add_lora(_fresh(spec.config, "meta", keep), adapter)
+    nothing = RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})",
+                        "name modules the model has (its config.json's family decides: GPT-2's are c_attn, c_proj, "
+                        "c_fc), or --lora-targets all-linear")
+    try:
+        with _quiet():
+            model = add_lora(_fresh(spec.config, "meta", keep), adapter)
+    except ValueError as e:  # peft's NoMatchingPeftModuleError: no target module in the model
+        if "not found in the base model" in str(e):
+            raise nothing from None
+        raise
     prefix = _layer_list(model, spec.num_layers) + "."
     per_layer: dict[int, int] = {}  # trainable parameters of each adapted layer
     for path, p in model.named_parameters():
@@ -571,7 +581,7 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> Lora:
     units = [LoraUnit(*u) for u in adapted_units(model)]
     units += [dataclasses.replace(u, layer=j) for j, r in enumerate(keep) if r != j for u in units if u.layer == r]
     if adapter.kind == "lora" and not units:
-        raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
+        raise nothing
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trainable += sum(per_layer.get(r, 0) for j, r in enumerate(keep) if r != j)
     return Lora(tuple(sorted(units, key=dataclasses.astuple)), trainable)
