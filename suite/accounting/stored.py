@@ -68,7 +68,7 @@ def check_traced(d: dict, where: str = "model spec") -> str:
                         f"is not the spec's {mt!r}", "store the config the model was traced from")
     if mt in FAMILIES or mt in _TEXT_OF:
         raise RaceError(f"{where}: model_type {mt!r} has an analytic recipe; its report spec is the recipe's",
-                        "write it with suite.accounting.traced.spec_for(config).to_dict() (a ModelSpec)")
+                        "write it with suite.accounting.specs.spec_for(config).to_dict() (a ModelSpec)")
     text = canonical(cfg)
     if len(text) > MAX_TRACED_CONFIG_BYTES:
         raise RaceError(f"{where}: the traced config is {len(text):,} bytes, over the {MAX_TRACED_CONFIG_BYTES:,} the "
