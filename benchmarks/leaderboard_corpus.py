@@ -19,7 +19,7 @@ from pathlib import Path
 from suite.accounting import (Adapter, GRPOSettings, PHASES, coefficients, tokens_from_work,
                               work_from_lengths)
 from suite.site.leaderboard import submission_id
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.record.report import Provenance, build_report
 
 POLICIES = ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct")
@@ -60,8 +60,8 @@ def _spec(rng: random.Random, i: int) -> dict:
 
 
 def _write_ledger(path: Path, spec: dict, rng: random.Random, steps: int, start: dt.datetime) -> None:
-    policy = load_spec(spec["policy"])
-    rm = load_spec(spec["reward"]["model"]) if spec["reward"].get("model") else None
+    policy = spec_for(spec["policy"])
+    rm = spec_for(spec["reward"]["model"]) if spec["reward"].get("model") else None
     g = GRPOSettings(**spec["grpo"])
     ad = spec["adapter"]
     adapter = Adapter(kind=ad["type"], rank=ad.get("rank", 0), alpha=float(ad.get("alpha", 0)))

@@ -9,7 +9,7 @@ import json
 
 from benchmarks.ratio import Limit, check, interleaved
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.cli import main
 
 #: Measured 2026-12-01 (2 cores, load ~2.3): 31x (4 ms against 0.13 ms).
@@ -32,14 +32,14 @@ def _race_flops_7b():
 
 def test_race_flops_7b(benchmark):
     _race_flops_7b()  # warm imports
-    timing = interleaved(benchmark, _race_flops_7b, lambda: load_spec("Qwen2.5-7B-Instruct"), rounds=20)
+    timing = interleaved(benchmark, _race_flops_7b, lambda: spec_for("Qwen2.5-7B-Instruct"), rounds=20)
     assert '"update_share"' in timing.result
     check(benchmark, timing, RACE_FLOPS)
 
 
 def test_ledger_step_accounting(benchmark):
     """One ledger record: work from 512 real lengths, then per-phase FLOPs."""
-    policy, adapter = load_spec("Qwen2.5-7B-Instruct"), Adapter.from_rank(64)
+    policy, adapter = spec_for("Qwen2.5-7B-Instruct"), Adapter.from_rank(64)
     settings = GRPOSettings(group_size=2, prompts_per_step=256, max_completion_tokens=2048)
     prompts = [100 + (i * 37) % 400 for i in range(256)]
     comps = [1 + (i * 997) % 2048 for i in range(512)]

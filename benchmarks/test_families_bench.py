@@ -9,6 +9,7 @@ import io
 import suite.accounting.adapter as adapter
 import suite.accounting.costs as costs
 import suite.accounting.modelspec as modelspec
+import suite.accounting.specs as specs
 from benchmarks.ratio import Limit, check, interleaved
 from suite.cli import main
 
@@ -22,7 +23,7 @@ MOE = Limit(3.0, "the same command on a dense 7B (the reference): the MoE adds i
 
 def _race_flops(model: str) -> str:
     costs.model_costs.cache_clear()
-    adapter.lora_units.cache_clear()
+    adapter.recipe_lora.cache_clear()
     modelspec._layer.cache_clear()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = main(["flops", "--model", model, "--lora-rank", "64", "--num-iterations", "2", "--beta", "0.04",
@@ -34,7 +35,7 @@ def _race_flops(model: str) -> str:
 def test_race_flops_on_the_largest_moe(benchmark):
     # the largest catalog MoE of the recipe kinds priced here (hybrid layers, 512 experts); the
     # 400B and 671B entries have their own benchmark below
-    assert modelspec.load_spec(LARGEST_MOE).num_experts == 512
+    assert specs.spec_for(LARGEST_MOE).num_experts == 512
     _race_flops(LARGEST_MOE), _race_flops(REFERENCE)  # warm imports
     timing = interleaved(benchmark, lambda: _race_flops(LARGEST_MOE), lambda: _race_flops(REFERENCE), rounds=15)
     assert '"params_active"' in timing.result
@@ -53,7 +54,7 @@ def _flops_config(folder) -> str:
 
     pricing._cached_coefficients.cache_clear()
     costs.model_costs.cache_clear()
-    adapter.lora_units.cache_clear()
+    adapter.recipe_lora.cache_clear()
     modelspec._layer.cache_clear()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = main(["flops", "--config", str(folder), "--lora-rank", "0", "--prompt-tokens", "2048",
@@ -69,7 +70,7 @@ def test_race_flops_config_folder_of_a_400b_model(benchmark, tmp_path):
     for name in ("Qwen3.5-397B-A17B", REFERENCE):
         folders[name] = tmp_path / name
         folders[name].mkdir()
-        (folders[name] / "config.json").write_text((modelspec.CATALOG_DIR / f"{name}.json").read_text())
+        (folders[name] / "config.json").write_text((specs.CATALOG_DIR / f"{name}.json").read_text())
     big, ref = folders["Qwen3.5-397B-A17B"], folders[REFERENCE]
     _flops_config(big), _flops_config(ref)  # warm imports
     timing = interleaved(benchmark, lambda: _flops_config(big), lambda: _flops_config(ref), rounds=10)
@@ -103,7 +104,7 @@ def test_race_flops_config_folder_of_a_traced_400b_model(benchmark, tmp_path, mo
 
     monkeypatch.setenv("RACE_TRACED_CACHE", "off")
     big, ref = tmp_path / "Llama-4-Maverick-17B-128E", tmp_path / REFERENCE
-    for folder, src in ((big, traced.TRACED_CATALOG), (ref, modelspec.CATALOG_DIR)):
+    for folder, src in ((big, specs.TRACED_CATALOG), (ref, specs.CATALOG_DIR)):
         folder.mkdir()
         (folder / "config.json").write_text((src / f"{folder.name}.json").read_text())
 

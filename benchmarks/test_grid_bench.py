@@ -45,7 +45,7 @@ PLAN_1000 = Limit(10.0, "1,000 cell specs built and checked, each step priced on
 
 def test_plan_1000_cells(benchmark, thousand):
     from suite.accounting import step_cost_bound, step_flops
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
     stats = {}
 
@@ -62,8 +62,8 @@ def test_plan_1000_cells(benchmark, thousand):
 
     def price_distinct_steps():
         for s in distinct.values():
-            policy = load_spec(s.policy)
-            reward = load_spec(s.reward.options["model_path"]) if s.reward.system == "prm" else None
+            policy = spec_for(s.policy)
+            reward = spec_for(s.reward.options["model_path"]) if s.reward.system == "prm" else None
             step_cost_bound(policy, s.adapter(), s.settings(), max_prompt_tokens=320, engine="trl-cpu",
                             reward_model=reward)
             step_flops(policy, s.adapter(), s.settings(), 140.0, s.max_completion_tokens, "trl-cpu", s.attention,

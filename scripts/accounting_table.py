@@ -32,12 +32,12 @@ def rows(measure: bool = True) -> list[dict]:
     """One row per (model, rank): analytic, measured and other engines' formulas, with
     gradient checkpointing on (TRL's default) and off."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, six_n_t, verl_update_flops, work_from_lengths
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
     n = K * B
     out = []
     for name in MODELS:
-        spec = load_spec(name)
+        spec = spec_for(name)
         for rank in RANKS:
             adapter = Adapter.from_rank(rank)
             row = {"model": name, "rank": rank, "trainable": adapter.trainable_params(spec),
@@ -99,13 +99,13 @@ def family_rows(measure: bool = True) -> list[dict]:
     over TRL's training pass on the meta device (trl-cpu / full convention), verl's estimator
     (None where verl has none) and 6*N*T with total and with active parameters."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, six_n_t, verl_update_flops, work_from_lengths
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
     n = K * B
     settings = GRPOSettings(group_size=K, prompts_per_step=B, max_completion_tokens=C)
     out = []
     for name in FAMILY_MODELS:
-        spec = load_spec(name)
+        spec = spec_for(name)
         for rank in (64, 0):
             adapter = Adapter.from_rank(rank)
 
@@ -131,9 +131,9 @@ def moe_sanity() -> tuple[float, int, int]:
     """(update FLOPs per trained token, 6 N_active, 6 N_total) of Qwen3-30B-A3B, full fine-tuning
     without checkpointing under the generic profile, for the step of the tables."""
     from suite.accounting import Adapter, GRPOSettings, phase_flops, work_from_lengths
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
-    spec = load_spec("Qwen3-30B-A3B")
+    spec = spec_for("Qwen3-30B-A3B")
     settings = GRPOSettings(group_size=K, prompts_per_step=B, max_completion_tokens=C, gradient_checkpointing=False)
     w = work_from_lengths([P] * B, [C] * (K * B), settings, "generic", policy=spec)
     per_token = phase_flops(w, spec, Adapter(kind="full"), settings, engine="generic")["update"] / w["count.update"]

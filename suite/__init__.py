@@ -3,11 +3,12 @@
 Data flows one way: model config -> accounting; cell spec -> run -> ledger -> report;
 reports -> validate / grid / frontier / diagnose -> reporters.
 
-The public Python API is this package's top level (`__all__`), grouped by what a user does
-(`API`: account, report, validate, run, import, analyse, publish, extend; docs/install.md lists
-them): `from suite import phase_flops, build_report, validate_path, RaceLedger`. Names load on
-first use, so `import suite` stays light and the names that need the `train` extra (RaceLedger,
-run_cell, run_grid, quickstart, ...) say so when it is missing. The modules behind them are the
+The public Python API is this package's top level (`__all__`): under 40 names, grouped by what a
+user does (`API`: account, report, validate, run, import, analyse, publish, extend, errors;
+docs/install.md lists them), each the defining module's own name (no aliases):
+`from suite import phase_flops, build_report, validate_path, RaceLedger`. Names load on first
+use, so `import suite` stays light and the names that need the `train` extra (RaceLedger,
+run_cell, quickstart, ...) say so when it is missing. The modules behind them are the
 implementation: they may move; these names do not.
 """
 
@@ -15,81 +16,51 @@ __version__ = "0.1.0"
 
 API: dict[str, dict[str, str]] = {
     "account": {      # what GRPO steps cost, per phase (docs/accounting.md)
-        "ModelSpec": "suite.accounting.modelspec",
-        "load_spec": "suite.accounting.modelspec",
-        "spec_for": "suite.accounting.traced",
-        "catalog_names": "suite.accounting.modelspec",
+        "spec_for": "suite.accounting.specs",
         "Adapter": "suite.accounting.adapter",
         "GRPOSettings": "suite.accounting.settings",
         "work_from_lengths": "suite.accounting.work",
         "work_from_means": "suite.accounting.work",
         "tokens_from_work": "suite.accounting.work",
         "phase_flops": "suite.accounting.pricing",
-        "step_flops": "suite.accounting.pricing",
-        "step_cost_bound": "suite.accounting.pricing",
     },
-    "report": {       # ledgers, run descriptions, reports and the published schemas (docs/report.md)
+    "report": {       # ledgers, run descriptions and reports (docs/report.md)
         "LedgerWriter": "suite.record.ledger",
-        "LedgerSummary": "suite.record.ledger",
         "read_ledger": "suite.record.ledger",
-        "iter_ledger": "suite.record.ledger",
-        "RunSpec": "suite.record.runspec",
         "load_run_description": "suite.train.cell",
         "Provenance": "suite.record.report",
-        "Means": "suite.record.report",
-        "Report": "suite.record.report",
         "build_report": "suite.record.report",
         "build_estimate": "suite.record.report",
         "read_report": "suite.record.report",
         "write_report": "suite.record.report",
-        "update_report": "suite.record.report",
-        "schema": "suite.record.published",
     },
     "validate": {     # the rules a report and its ledger must pass (docs/validation.md)
         "validate_report": "suite.validate",
         "validate_ledger": "suite.validate",
         "validate_path": "suite.validate",
         "exit_code": "suite.validate",
-        "Finding": "suite.validate",
     },
     "run": {          # one GRPO cell with TRL and the live ledger (docs/trl-integration.md; the `train` extra)
-        "CellSpec": "suite.train.cell",
-        "load_cell": "suite.train.cell",
         "run_cell": "suite.train.run",
         "RaceLedger": "suite.train.trl_callback",
         "completion_text": "suite.train.rewards",
         "is_correct": "suite.answers",
-        "Job": "suite.pipeline.executors",
-        "Resources": "suite.pipeline.executors",
-        "run_jobs": "suite.pipeline.executors",
+        "data_home": "suite.paths",
     },
-    "import": {       # other engines' training logs into a ledger and a report (docs/report.md)
+    "import": {       # other engines' training logs into a ledger and a report (docs/import.md)
         "import_verl": "suite.integrations.importers",
         "import_trl": "suite.integrations.importers",
     },
-    "analyse": {      # pilot grids, frontiers and the RACE diagnosis (docs/quickstart.md, docs/race.md)
-        "load_grid": "suite.analysis.grid:load",
+    "analyse": {      # pilot grids and the RACE diagnosis (docs/quickstart.md, docs/race.md)
         "plan_grid": "suite.analysis.grid",
         "plan_table": "suite.analysis.grid",
-        "run_grid": "suite.pipeline.gridrun:run",
         "quickstart": "suite.pipeline.quickstart",
-        "quickstart_summary": "suite.pipeline.quickstart:summary_text",
-        "load_pilot": "suite.analysis.frontier:load",
-        "allocation_frontier": "suite.analysis.frontier:frontier",
-        "frontier_moves": "suite.analysis.frontier:moves",
-        "write_frontier": "suite.analysis.frontier:write",
         "diagnose": "suite.analysis.race",
-        "diagnose_points": "suite.analysis.race",
-        "write_diagnosis": "suite.analysis.race:write",
-        "diagnosis_summary": "suite.analysis.race:summary",
     },
-    "publish": {      # the leaderboard and the paper tables (docs/leaderboard.md)
+    "publish": {      # the leaderboard (docs/leaderboard.md)
         "submit": "suite.site.leaderboard",
-        "build_leaderboard": "suite.site.leaderboard:build",
-        "paper_table": "suite.site.tables:table_from_files",
     },
     "extend": {       # what plugins register (docs/plugins.md)
-        "EngineProfile": "suite.accounting.engines",
         "engine": "suite.accounting.engines",
         "engine_file": "suite.accounting.engines",
         "RewardSystem": "suite.train.rewards",
@@ -98,12 +69,11 @@ API: dict[str, dict[str, str]] = {
         "Issue": "suite.validate",
         "key_map": "suite.integrations.keymaps",
     },
-    "errors and data": {
+    "errors": {       # what every refusal raises: one line naming the problem, a hint naming the fix
         "RaceError": "suite.errors",
-        "data_home": "suite.paths:home",
     },
 }
-"""What a user does -> public name -> "module" (the same name there) or "module:name"."""
+"""What a user does -> public name -> the module that defines it under that name (no aliases)."""
 
 _API: dict[str, str] = {name: target for group in API.values() for name, target in group.items()}
 
@@ -116,9 +86,8 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'suite' has no attribute {name!r}")
     import importlib
 
-    module, _, attr = target.partition(":")
     try:
-        value = getattr(importlib.import_module(module), attr or name)
+        value = getattr(importlib.import_module(target), name)
     except ModuleNotFoundError as e:
         from .extras import extra_for, install_hint
 

@@ -46,6 +46,16 @@ def home() -> Path:
     raise _missing(env, root, ["schemas/"])
 
 
+def data_home() -> Path:
+    """Where the suite's data lives wherever it is installed (the embedded tiny models and tasks
+    under tasks/, the schemas, the reporters): RACE_HOME, else the checkout, else the installed
+    package's data. RaceError if none holds schemas/.
+
+    Returns the folder holding schemas/, tasks/ and reporters/.
+    """
+    return home()
+
+
 def check_data() -> Path:
     """home(), with every data folder present: what `race` checks at start-up, so a broken install
     is one error naming the missing folders instead of a failure per file later."""

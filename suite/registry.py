@@ -15,7 +15,9 @@ decorators that register its items, exactly as the suite's own modules register 
     [project.entry-points."race.engines"]
     acme = "acme_race.engines"          # a module whose @engine("acme") class registers itself
 
-A plugin that fails to import, or registers a name that is taken, is a RaceError naming it.
+A plugin that fails to import, or registers a name that is taken, is a RaceError naming it, and
+loading is all or nothing: what the failing stage registered is taken back and the registry stays
+unloaded, so every later lookup raises the same error rather than answering from a partial registry.
 Looking up a name nobody registered is a RaceError naming the known ones (an UnknownName, which
 is also a KeyError, so `name in registry` and `registry.get(name)` behave as for any mapping).
 """
@@ -48,6 +50,7 @@ class Registry(Mapping[str, T]):
         self._items: dict[str, T] = {}
         self._loader = loader
         self._loaded = False
+        self._own_loaded = False
 
     def add(self, name: str, item: T) -> T:
         """Register `item` under `name`; a name registered twice is a bug (ValueError)."""
@@ -67,17 +70,38 @@ class Registry(Mapping[str, T]):
         return decorate
 
     def _load(self) -> None:
+        """Run the loader, then the group's plugins, all or nothing: a stage that fails takes back
+        what it registered and leaves the registry unloaded, so every later lookup fails the same
+        way instead of using a partial registry. The suite's own loader runs once (the modules it
+        imports register on import, which Python does not repeat)."""
         if self._loaded:
             return
         self._loaded = True         # before loading: a plugin that looks an item up does not recurse
+        try:
+            if not self._own_loaded:
+                self._stage(self._run_loader)
+                self._own_loaded = True
+            if self.group:
+                self._stage(lambda: _load_plugins(self.group))
+        except BaseException:
+            self._loaded = False
+            raise
+
+    def _stage(self, run: Callable[[], object]) -> None:
+        before = dict(self._items)
+        try:
+            run()
+        except BaseException:
+            self._items = before    # what the failed stage registered is taken back
+            raise
+
+    def _run_loader(self) -> None:
         if isinstance(self._loader, str):
             import importlib
 
             importlib.import_module(self._loader)
         elif self._loader is not None:
             self._loader()
-        if self.group:
-            _load_plugins(self.group)
 
     def __getitem__(self, name: str) -> T:
         self._load()

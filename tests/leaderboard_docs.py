@@ -32,9 +32,9 @@ OPTIONAL_TEXT = (("run", "label"), ("run", "notes"), ("run", "suite_version"), (
 
 
 def _model(name: str) -> dict:
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
-    s = load_spec(name)
+    s = spec_for(name)
     return {"name": name, "spec": s.to_dict(), "params_total": s.params_total,
             "params_non_embedding": s.params_non_embedding}
 

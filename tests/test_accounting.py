@@ -13,7 +13,8 @@ from suite.accounting import (Work, ATTENTION, ENGINES, PROJECTIONS, WORK_KEYS, 
                               coefficients, get_engine, pass_breakdown, phase_flops, step_flops, tokens_from_work,
                               work_from_lengths, work_from_means)
 from suite.errors import RaceError
-from suite.accounting.modelspec import catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import spec_from_config
+from suite.accounting.specs import catalog_names, spec_for
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -39,8 +40,8 @@ def distinct_architectures() -> list[str]:
     (Qwen2.5-7B, its Instruct and Math variants and DeepSeek-R1-Distill-Qwen-7B) build the same
     meta model, so measuring one measures them all."""
     seen: dict[str, str] = {}
-    for n in catalog_names():
-        d = load_spec(n).to_dict()
+    for n in catalog_names("recipe"):
+        d = spec_for(n).to_dict()
         d.pop("name", None)
         seen.setdefault(json.dumps(d, sort_keys=True), n)
     return sorted(seen.values())
@@ -50,7 +51,7 @@ def distinct_architectures() -> list[str]:
 def test_forward_of_every_catalog_model_matches_flopcounter(name):
     from suite.accounting.reference import build_model, measure_forward
 
-    spec = load_spec(name)
+    spec = spec_for(name)
     model = build_model(spec, "meta")
     assert spec.params_total == sum(p.numel() for p in model.parameters())
     for batch, length in ((1, 17), (3, 64)):
@@ -66,7 +67,7 @@ def test_forward_of_every_catalog_model_matches_flopcounter(name):
             analytic = dict(((p, name_), f) for p, name_, f in rows)[("update", "reference forward")]
         else:  # a reward model: backbone + score head on every position
             work = {"reward.tokens": n, "reward.attn_full": batch * length ** 2, "reward.heads": n}
-            analytic = phase_flops(work, load_spec("Qwen2.5-0.5B-Instruct"), Adapter(kind="full"), GRPOSettings(1, 1),
+            analytic = phase_flops(work, spec_for("Qwen2.5-0.5B-Instruct"), Adapter(kind="full"), GRPOSettings(1, 1),
                                    reward_model=spec, engine="generic", attention="full")["reward"]
         assert measured == analytic, (name, batch, length)
 
@@ -85,7 +86,7 @@ def test_lora_training_pass_matches_flopcounter_on_meta(name, rank, gc):
     """TRL's training micro-batch: fused-LM-head forward + backward (+ checkpoint recompute)."""
     from suite.accounting.reference import measure_train_pass
 
-    spec = load_spec(name)
+    spec = spec_for(name)
     adapter = Adapter.from_rank(rank)
     prompts, completions = [40, 33, 40], [25, 7, 31]
     measured = measure_train_pass(spec, adapter, prompts, completions, gradient_checkpointing=gc)
@@ -146,7 +147,7 @@ def test_generate_matches_flopcounter(rank, prompts, completions):
 # ---- the algebra of work --------------------------------------------------------------------
 
 
-SPEC15 = load_spec("Qwen2.5-1.5B-Instruct")
+SPEC15 = spec_for("Qwen2.5-1.5B-Instruct")
 SETTINGS = GRPOSettings(group_size=2, prompts_per_step=3, num_iterations=2, beta=0.04, max_completion_tokens=64)
 
 
@@ -170,7 +171,7 @@ def test_work_is_additive_over_the_steps_a_ledger_records():
        st.sampled_from(sorted(ENGINES)), st.sampled_from(ATTENTION), st.sampled_from([0, 1, 8, 256]))
 def test_flops_are_linear_in_work(a, b, eng, attention, rank):
     wa, wb = dict(zip(WORK_KEYS, a)), dict(zip(WORK_KEYS, b))
-    prm = load_spec("Qwen2.5-Math-PRM-7B")
+    prm = spec_for("Qwen2.5-Math-PRM-7B")
     ad = Adapter.from_rank(rank)
     fa, fb = (phase_flops(w, SPEC15, ad, SETTINGS, prm, eng, attention) for w in (wa, wb))
     fab = phase_flops(add_work(wa, wb), SPEC15, ad, SETTINGS, prm, eng, attention)
@@ -240,7 +241,7 @@ def test_attention_conventions():
 
 
 def test_reward_model_forward_over_scored_tokens():
-    prm = load_spec("Qwen2.5-Math-PRM-7B")
+    prm = spec_for("Qwen2.5-Math-PRM-7B")
     s = GRPOSettings(group_size=2, prompts_per_step=1, max_completion_tokens=10)
     w = work_from_lengths([5], [3, 4], s, "trl", reward_lengths=[9, 12])
     f = phase_flops(w, SPEC15, Adapter.from_rank(8), s, reward_model=prm)

@@ -30,7 +30,7 @@ def test_generated_table_matches_the_accounting():
 
 
 def test_generated_family_table_matches_the_accounting():
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
     gen = _generator()
     doc = (ROOT / "docs" / "accounting.md").read_text()
@@ -42,7 +42,7 @@ def test_generated_family_table_matches_the_accounting():
         for key in ("ours", "6nt", "6nt_active"):
             assert f"{r[key]:.4e}" in line, (r["model"], r["rank"], key)
         assert ("no formula" if r["verl"] is None else f"{r['verl']:.4e}") in line
-        linear = "linear" in {load_spec(r["model"]).mixer_of(i) for i in range(load_spec(r["model"]).num_layers)}
+        linear = "linear" in {spec_for(r["model"]).mixer_of(i) for i in range(spec_for(r["model"]).num_layers)}
         assert linear or f"{r['ours_full']:.4e}" in line  # the measured column, equal to trl-cpu/full
     per_token, active, total = gen.moe_sanity()
     assert f"{per_token:.4e} FLOPs per trained token = {per_token / active:.3f} x 6·N_active" in block

@@ -9,7 +9,7 @@ import pytest
 
 from suite.accounting import Adapter, GRPOSettings, step_flops
 from suite.cli import main
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 
 
 def run(capsys, *argv):
@@ -25,14 +25,14 @@ def test_flops_json_agrees_with_step_flops(capsys):
                        "--attention", "causal", "--json")
     assert code == 0
     d = json.loads(out)
-    s = step_flops(load_spec("Qwen2.5-1.5B-Instruct"), Adapter.from_rank(64),
+    s = step_flops(spec_for("Qwen2.5-1.5B-Instruct"), Adapter.from_rank(64),
                    GRPOSettings(2, 8, num_iterations=2, beta=0.04), 300, 700.5, engine="trl")
     assert d["per_step"]["flops"] == {**s.flops, "total": s.total}
     assert d["total"]["flops"]["update"] == 10 * s.flops["update"]
     assert d["total"]["tokens"]["update"] == 10 * s.tokens["update"]
     assert d["update_share"] == pytest.approx(s.update_share)
     assert sum(d["shares"].values()) == pytest.approx(1.0)
-    assert d["adapter"]["trainable_params"] == Adapter.from_rank(64).trainable_params(load_spec("Qwen2.5-1.5B-Instruct"))
+    assert d["adapter"]["trainable_params"] == Adapter.from_rank(64).trainable_params(spec_for("Qwen2.5-1.5B-Instruct"))
     assert d["per_step"]["work"]["update.old.tokens"] > 0 and d["per_step"]["work"]["update.ref.tokens"] > 0
 
 
@@ -64,9 +64,9 @@ def test_flops_from_a_config_path_and_the_table(tmp_path, capsys):
 def test_plan_divides_the_budget(capsys):
     code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json")
     assert code == 0
-    from suite.accounting.modelspec import catalog_names, load_spec
+    from suite.accounting.specs import catalog_names, spec_for
 
-    assert [r["model"] for r in json.loads(out)["rows"]] == [n for n in catalog_names() if load_spec(n).has_lm_head]
+    assert [r["model"] for r in json.loads(out)["rows"]] == [n for n in catalog_names("recipe") if spec_for(n).has_lm_head]
     qwen25 = ["Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct"]
     code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json", "--models", ",".join(qwen25))
     rows = json.loads(out)["rows"]

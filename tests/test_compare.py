@@ -12,7 +12,7 @@ import pytest
 from suite.accounting.compare import verl_update_flops, verl_update_parts
 from suite.accounting.conformance import BEGIN, END, FAMILIES, SETTINGS, case_for, defect_cases, defect_term, document
 from suite.accounting.counters import BWD, COUNTERS, FWD, INSTALLED, verl_flops, verl_flops_module
-from suite.accounting.modelspec import _catalog_lookup, _read_json, catalog_names, load_spec
+from suite.accounting.specs import PATH_RECIPE, catalog_names, lookup, read_entry, spec_for
 from suite.accounting.pricing import phase_flops
 from suite.accounting.refcase import checkpoint_config
 from suite.accounting.referee import exact_passes
@@ -59,11 +59,11 @@ def test_installed_verl_agrees_with_the_reimplementation_on_every_catalog_model(
 
     lengths = [300, 1500, 4100, 9000]
     seen = set()
-    for name in catalog_names():
-        spec = load_spec(name)
+    for name in catalog_names(PATH_RECIPE):
+        spec = spec_for(name)
         if not spec.has_lm_head:
             continue
-        for cfg in (checkpoint_config(spec), _read_json(_catalog_lookup(name))):
+        for cfg in (checkpoint_config(spec), read_entry(lookup(name))):
             mine = verl_update_flops(spec, lengths, cfg["model_type"])
             theirs, printed = verl_installed_flops(_hf_config(json.dumps(cfg, sort_keys=True)), lengths)
             if mine is None:
@@ -72,7 +72,7 @@ def test_installed_verl_agrees_with_the_reimplementation_on_every_catalog_model(
                 assert theirs == pytest.approx(mine, rel=1e-12), (name, cfg["model_type"])
                 seen.add(cfg["model_type"])
     assert {"qwen2", "llama", "qwen3", "qwen3_moe", "gemma3_text", "gpt_oss", "deepseek_v3", "qwen3_5_moe"} <= seen
-    assert verl_flops(load_spec("Qwen2.5-7B"), checkpoint_config(load_spec("Qwen2.5-7B")), lengths)[1] == INSTALLED
+    assert verl_flops(spec_for("Qwen2.5-7B"), checkpoint_config(spec_for("Qwen2.5-7B")), lengths)[1] == INSTALLED
 
 
 def test_without_the_engines_packages_the_referee_says_what_ran(monkeypatch):
@@ -84,7 +84,7 @@ def test_without_the_engines_packages_the_referee_says_what_ran(monkeypatch):
     from suite.accounting.referee import judge
 
     monkeypatch.setattr(counters, "verl_flops_module", lambda: None)
-    spec = load_spec("Qwen3-30B-A3B")
+    spec = spec_for("Qwen3-30B-A3B")
     flops, origin = counters.verl_flops(spec, checkpoint_config(spec), [1000, 2000])
     assert origin == "re-implementation" and flops == sum(verl_update_parts(spec, [1000, 2000]).values()) > 0
     case = case_for("Qwen3-30B-A3B", prompts=2)

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from suite.accounting.hardware import accelerator, match, table
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.accounting.roofline import kv_bytes_per_pair, phase_floors, replica_gpus
 from suite.cli import main
 from suite.errors import RaceError
@@ -47,11 +47,11 @@ def test_every_published_run_with_hours_names_an_accelerator_of_the_table():
 
 
 def test_roofline_floors_are_the_stated_arithmetic():
-    spec = load_spec("Qwen2.5-7B")            # 28 layers, 4 KV heads of 128: K and V in bf16
+    spec = spec_for("Qwen2.5-7B")            # 28 layers, 4 KV heads of 128: K and V in bf16
     assert kv_bytes_per_pair(spec) == 28 * 2 * 4 * 128 * 2
     h100 = accelerator("H100-SXM")
     assert replica_gpus(spec, h100, 16) == 1                     # 15 GB of weights in half of 80 GB
-    assert replica_gpus(load_spec("Qwen2.5-32B"), h100, 16) == 2
+    assert replica_gpus(spec_for("Qwen2.5-32B"), h100, 16) == 2
     f = phase_floors({"rollout": 1e18, "update": 4e18, "reward": 0}, decode_iterations=1e5, kv_pairs=1e12,
                      spec=spec, acc=h100, gpus=16)
     assert f["update"].seconds == pytest.approx(4e18 / (16 * 989e12)) and f["update"].bound == "compute"

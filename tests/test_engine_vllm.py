@@ -12,7 +12,8 @@ import yaml
 
 from suite.accounting import Adapter, GRPOSettings, get_engine, pass_breakdown, phase_flops, work_from_lengths
 from suite.cli import main
-from suite.accounting.modelspec import load_spec, spec_from_config
+from suite.accounting.modelspec import spec_from_config
+from suite.accounting.specs import spec_for
 from suite.validate import validate_path
 
 FIX = Path(__file__).parent / "fixtures"
@@ -46,7 +47,7 @@ def test_with_one_completion_per_prompt_nothing_is_shared():
 
 
 def test_trains_as_trl_does():
-    spec = load_spec("Qwen2.5-1.5B-Instruct")
+    spec = spec_for("Qwen2.5-1.5B-Instruct")
     ad = Adapter.from_rank(64)
     w = work_from_lengths(PROMPTS, COMPLETIONS, SETTINGS, "trl-vllm")
     vllm = dict(((p, n), f) for p, n, f in pass_breakdown(w, spec, ad, SETTINGS, engine="trl-vllm"))
@@ -112,7 +113,7 @@ def test_trl_with_vllm_runs_the_old_policy_forward_for_its_importance_sampling()
     src = inspect.getsource(grpo_trainer.GRPOTrainer._generate_and_score_completions)
     assert "self.use_vllm and self.vllm_importance_sampling_correction" in src
     assert grpo_trainer.GRPOConfig.__dataclass_fields__["vllm_importance_sampling_correction"].default is True
-    spec, ad = load_spec("Qwen3-4B"), Adapter.from_rank(16)
+    spec, ad = spec_for("Qwen3-4B"), Adapter.from_rank(16)
     flops = {}
     for e in ("trl", "trl-vllm", "trl-vllm-no-is"):
         w = work_from_lengths(PROMPTS, COMPLETIONS, SETTINGS, e)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from suite.accounting import Adapter, GRPOSettings, step_flops
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.cli import main
 from suite.errors import RaceError
 from suite.integrations.mlperf import import_mlperf, read_mllog
@@ -74,7 +74,7 @@ def test_total_agrees_with_the_run_priced_by_hand_within_one_percent(imported):
     for them (2 * hidden * vocab FLOPs each), and the update trains the kept sequences only."""
     _, doc = imported
     _, stats, _ = read_mllog(FULL)
-    pol = load_spec("Qwen3.5-397B-A17B")
+    pol = spec_for("Qwen3.5-397B-A17B")
     s = GRPOSettings(group_size=16, prompts_per_step=64, max_completion_tokens=65536, gradient_checkpointing=False)
     head = 2 * pol.hidden_size * pol.vocab_size
     rollout = update = 0

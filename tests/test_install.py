@@ -127,10 +127,11 @@ def test_the_public_api_is_the_suites_own_documented_entry_points():
     import inspect
 
     names = [n for group in suite.API.values() for n in group]
-    assert len(names) == len(set(names)) and suite.__all__ == sorted(names)
+    assert len(names) == len(set(names)) and suite.__all__ == sorted(names) and len(names) < 40
     assert list(suite.API)[:7] == ["account", "report", "validate", "run", "import", "analyse", "publish"]
     for name in names:
         obj = _public(name)
+        assert obj.__name__ == name, f"{name} is an alias of {obj.__module__}.{obj.__name__}"
         module = obj.__module__
         assert module.startswith("suite.") and not module.startswith("suite.cli"), (name, module)
         doc = inspect.getdoc(obj) or ""

@@ -77,7 +77,7 @@ def test_declared_sizes_are_bounded_by_the_schema(doc, tmp_path):
 def test_model_sizes_are_bounded_everywhere(tmp_path, capsys):
     """num_hidden_layers 10^12 in a config.json (reached 2.5 GB in 15 s), a ModelSpec built in code,
     K x prompts per step beyond any run: one line each, at once."""
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
     from suite.accounting.settings import GRPOSettings
 
     cfg = {"model_type": "llama", "hidden_size": 128, "num_hidden_layers": 10 ** 12, "num_attention_heads": 4,
@@ -86,7 +86,7 @@ def test_model_sizes_are_bounded_everywhere(tmp_path, capsys):
     with within(2.0):
         assert race(["flops", "--config", str(tmp_path)]) == 2
     assert "num_hidden_layers" in capsys.readouterr().err
-    spec = load_spec("Qwen2.5-1.5B-Instruct")
+    spec = spec_for("Qwen2.5-1.5B-Instruct")
     with pytest.raises(RaceError, match="num_layers"):
         type(spec)(**{**spec.__dict__, "num_layers": 100_000})
     with pytest.raises(RaceError, match="completions"):

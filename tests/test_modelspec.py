@@ -6,7 +6,8 @@ import json
 import pytest
 
 from suite.errors import RaceError
-from suite.accounting.modelspec import CATALOG_DIR, ModelSpec, catalog_names, load_spec, spec_from_config
+from suite.accounting.modelspec import ModelSpec, spec_from_config
+from suite.accounting.specs import CATALOG_DIR, catalog_names, spec_for
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
@@ -32,7 +33,7 @@ def hf_param_count(spec: ModelSpec) -> int:
 
 
 def test_catalog_lists_the_paper_models():
-    assert catalog_names() == sorted(CATALOG + FAMILY_CATALOG + RUNS_CATALOG)
+    assert catalog_names("recipe") == sorted(CATALOG + FAMILY_CATALOG + RUNS_CATALOG)
 
 
 @pytest.mark.parametrize("name,total,non_embedding,active", [
@@ -59,7 +60,7 @@ def test_catalog_lists_the_paper_models():
     ("Olmo-3-1025-7B", 7, None, None), ("Olmo-3-1125-32B", 32, None, None),
 ])
 def test_transcribed_catalog_matches_the_model_cards(name, total, non_embedding, active):
-    s = load_spec(name)
+    s = spec_for(name)
     digits = len(str(total).split(".")[1]) if "." in str(total) else 0
     assert round(s.params_total / 1e9, digits) == total
     if non_embedding is not None:
@@ -79,7 +80,7 @@ def test_qwen3_5_397b_a17b_is_the_model_its_card_describes():
     """MLPerf Training 6.1's GRPO policy: the card's 397B total are the text decoder (396.3B) and
     its vision tower; its 17B activated count the embedding, as Qwen's cards do (Qwen3-30B-A3B's
     3.3B): ours leaves the lookup out (16.3B)."""
-    s = load_spec("Qwen3.5-397B-A17B")
+    s = spec_for("Qwen3.5-397B-A17B")
     assert (s.model_type, s.num_layers, s.hidden_size, s.num_experts, s.experts_per_token) == \
         ("qwen3_5_moe_text", 60, 4096, 512, 10)
     assert s.layer_types.count("full_attention") == 15 and s.layer_types[3] == "full_attention"
@@ -91,12 +92,12 @@ def test_qwen3_5_397b_a17b_is_the_model_its_card_describes():
 
 @pytest.mark.parametrize("name", CATALOG)
 def test_catalog_param_counts_equal_the_hf_model(name):
-    spec = load_spec(name)
+    spec = spec_for(name)
     assert spec.params_total == hf_param_count(spec)
 
 
 def test_catalog_facts_of_the_paper_models():
-    s15, s7 = load_spec("Qwen2.5-1.5B-Instruct"), load_spec("Qwen2.5-7B-Instruct")
+    s15, s7 = spec_for("Qwen2.5-1.5B-Instruct"), spec_for("Qwen2.5-7B-Instruct")
     assert s15.params_total == 1_543_714_304
     assert (s15.hidden_size, s15.num_layers, s15.num_heads, s15.num_kv_heads, s15.intermediate_size,
             s15.vocab_size, s15.tie_embeddings, s15.qkv_bias) == (1536, 28, 12, 2, 8960, 151936, True, True)
@@ -108,32 +109,32 @@ def test_catalog_facts_of_the_paper_models():
 
 
 def test_prm_is_a_backbone_with_a_two_layer_score_head():
-    prm = load_spec("Qwen2.5-Math-PRM-7B")
+    prm = spec_for("Qwen2.5-Math-PRM-7B")
     assert not prm.has_lm_head
     assert prm.score_head == ((3584, 3584), (3584, 2))
-    backbone = load_spec("Qwen2.5-7B-Instruct")
+    backbone = spec_for("Qwen2.5-7B-Instruct")
     # same backbone as the 7B policy, minus the LM head, plus Linear(h,h)+Linear(h,2) with biases
     assert prm.params_total == backbone.params_total - 152064 * 3584 + 3584 * 3584 + 3584 + 3584 * 2 + 2
 
 
 def test_names_are_case_insensitive_and_accept_hub_ids():
-    assert load_spec("qwen2.5-1.5b-instruct") == load_spec("Qwen/Qwen2.5-1.5B-Instruct")
+    assert spec_for("qwen2.5-1.5b-instruct") == spec_for("Qwen/Qwen2.5-1.5B-Instruct")
 
 
 def test_unknown_name_lists_closest_catalog_names():
     with pytest.raises(RaceError) as e:
-        load_spec("Qwen2.5-7B-Instuct")
+        spec_for("Qwen2.5-7B-Instuct")
     assert "Qwen2.5-7B-Instruct" in e.value.hint
 
 
 def test_round_trip_through_json():
     for name in CATALOG + FAMILY_CATALOG:
-        spec = load_spec(name)
+        spec = spec_for(name)
         again = ModelSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
         assert again == spec and again.params_total == spec.params_total
     with pytest.raises(RaceError, match="unknown field"):
-        ModelSpec.from_dict({**load_spec(CATALOG[0]).to_dict(), "bogus": 1})
-    d = load_spec(CATALOG[0]).to_dict()
+        ModelSpec.from_dict({**spec_for(CATALOG[0]).to_dict(), "bogus": 1})
+    d = spec_for(CATALOG[0]).to_dict()
     del d["vocab_size"]
     with pytest.raises(RaceError, match="vocab_size"):
         ModelSpec.from_dict(d)
@@ -156,8 +157,8 @@ def test_config_from_a_path_counts_like_the_real_model(tmp_path, cfg):
     folder = tmp_path / "m"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(cfg))
-    spec = load_spec(str(folder))  # a folder
-    assert spec == load_spec(str(folder / "config.json"))  # or the file itself
+    spec = spec_for(str(folder))  # a folder
+    assert spec == spec_for(str(folder / "config.json"))  # or the file itself
     hf_cfg = AutoConfig.for_model(**{k: v for k, v in cfg.items() if k != "architectures" and v is not None})
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_cfg)
@@ -171,7 +172,7 @@ def test_missing_field_is_named(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     with pytest.raises(RaceError, match="missing field 'intermediate_size'"):
-        load_spec(str(path))
+        spec_for(str(path))
 
 
 @pytest.mark.parametrize("extra,word", [
@@ -191,8 +192,8 @@ def test_bad_files_are_race_errors(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
     with pytest.raises(RaceError, match="not valid JSON"):
-        load_spec(str(bad))
+        spec_for(str(bad))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(RaceError, match="no config.json"):
-        load_spec(str(empty))
+        spec_for(str(empty))

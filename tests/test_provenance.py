@@ -108,7 +108,7 @@ def test_imports_say_which_log_and_fields_they_read(tmp_path):
 
 def test_one_run_description_with_paths_relative_to_its_own_folder(tmp_path, monkeypatch):
     """`race import --cell` used to resolve a cell's relative model path from the current folder."""
-    from suite.accounting.modelspec import CATALOG_DIR, load_spec
+    from suite.accounting.specs import CATALOG_DIR, spec_for
 
     (tmp_path / "exp" / "models" / "small").mkdir(parents=True)
     shutil.copy(CATALOG_DIR / "Qwen2.5-0.5B-Instruct.json", tmp_path / "exp" / "models" / "small" / "config.json")
@@ -120,7 +120,7 @@ def test_one_run_description_with_paths_relative_to_its_own_folder(tmp_path, mon
     monkeypatch.chdir(elsewhere)
     assert main(["import", "trl", str(TRL_STATE), "--cell", "../exp/cell.yaml", "--out", "imp"]) == 0
     doc = json.loads((elsewhere / "imp" / "report.json").read_text())
-    assert doc["policy"]["params_total"] == load_spec("Qwen2.5-0.5B-Instruct").params_total
+    assert doc["policy"]["params_total"] == spec_for("Qwen2.5-0.5B-Instruct").params_total
     # The same file is a run description for race report and for race export.
     assert main(["export", "verl", "../exp/cell.yaml", "--overrides-only"]) == 0
 
@@ -137,12 +137,12 @@ def test_a_measured_report_over_an_imported_ledger_misses_steps(tmp_path, capsys
 
 def test_an_estimate_is_priced_like_a_ledger_of_those_means(tmp_path, capsys):
     from suite.accounting import Adapter, GRPOSettings, phase_flops, work_from_means
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
     code, doc, _ = _estimate(tmp_path, capsys)
     assert code == 0 and "ledger" not in doc
     g = GRPOSettings(group_size=2, prompts_per_step=64, max_completion_tokens=2048)
-    one = phase_flops(work_from_means(200, 700, g, "trl"), load_spec("Qwen2.5-1.5B-Instruct"), Adapter.from_rank(64),
+    one = phase_flops(work_from_means(200, 700, g, "trl"), spec_for("Qwen2.5-1.5B-Instruct"), Adapter.from_rank(64),
                       g, engine="trl")
     assert doc["totals"]["flops"]["update"] == 100 * one["update"]
     assert doc["provenance"] == {"method": "estimated", "recorder": "race report --estimate", "steps": 100,

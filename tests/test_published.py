@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.cli import main
 from suite.record.runspec import Hardware
 from suite.record.sources import SETUP_FIELDS
@@ -85,7 +85,7 @@ THIRD = 67_529_344_000_000_000_000_000      # PRE // 3
 
 @pytest.mark.parametrize("steps, verdict", [(1_000, "below"), (200_000_000, "above")])
 def test_race_flops_prints_the_pretraining_share_hand_worked(capsys, steps, verdict):
-    assert load_spec("DeepSeek-R1-Distill-Qwen-1.5B").params_total == N and 6 * N * D == PRE and PRE // 3 == THIRD
+    assert spec_for("DeepSeek-R1-Distill-Qwen-1.5B").params_total == N and 6 * N * D == PRE and PRE // 3 == THIRD
     args = ["flops", "--model", "DeepSeek-R1-Distill-Qwen-1.5B", "--lora-rank", "0", "--group-size", "8",
             "--prompts-per-step", "128", "--prompt-tokens", "200", "--completion-tokens", "5000",
             "--max-completion-tokens", "8192", "--steps", str(steps)]

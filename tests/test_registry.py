@@ -81,3 +81,30 @@ def test_a_lazy_registry_may_name_the_module_that_fills_it():
     r: Registry[int] = Registry("thing", loader="suite.digest")
     sys.modules.pop("suite.digest", None)
     assert len(r) == 0 and "suite.digest" in sys.modules
+
+
+def test_a_plugin_that_fails_to_load_leaves_no_partial_registry(tmp_path, monkeypatch):
+    """All or nothing (issue 39): a real entry point (a dist-info folder on sys.path, read by
+    importlib.metadata) whose module registers one item and then fails. The lookup is a RaceError
+    naming it, the item it registered is taken back, the suite's own items stay, and the registry
+    is not marked loaded: the next lookup fails the same way instead of answering from a partial
+    registry."""
+    import sys
+
+    from suite.errors import RaceError
+
+    group = "race.test-all-or-nothing"
+    dist = tmp_path / "halfway_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: halfway-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{group}]\nhalfway = halfway_plugin\n")
+    (tmp_path / "halfway_plugin.py").write_text(
+        "from test_registry_target import R\nR.add('from-plugin', 2)\nraise ImportError('its dependency is missing')\n")
+    target = type(sys)("test_registry_target")
+    target.R = Registry("thing", loader=lambda: target.R.add("own", 1), group=group)
+    monkeypatch.setitem(sys.modules, "test_registry_target", target)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for _ in range(2):
+        with pytest.raises(RaceError, match="plugin halfway = halfway_plugin .* failed to load: ImportError"):
+            target.R["own"]
+        assert dict(target.R._items) == {"own": 1} and not target.R._loaded

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from suite.accounting import Adapter, GRPOSettings, step_flops
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.cli import main
 from suite.train.cell import cell_from_dict, load_cell
 from suite.validate import validate_report
@@ -26,7 +26,7 @@ N = 32                               # completions per step
 
 @pytest.fixture(scope="module")
 def policy():
-    spec = load_spec("Qwen2.5-1.5B-Instruct")
+    spec = spec_for("Qwen2.5-1.5B-Instruct")
     assert (spec.hidden_size, spec.vocab_size) == (D, V)
     return spec
 

@@ -54,9 +54,9 @@ def test_the_shipped_study_spans_the_four_axes_with_seeds_and_a_held_out_budget(
     held = {(pc.cell.model, pc.cell.reward, pc.cell.allocation) for pc in cells if pc.cell.budget == s.validation}
     assert held and held <= {(pc.cell.model, pc.cell.reward, pc.cell.allocation) for pc in at_pilot}
     # the larger policy buys >= 20 optimizer steps in every cell (the plan's expected steps)
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
 
-    params = {pc.cell.model: load_spec(pc.cell.spec.policy).params_total for pc in cells}
+    params = {pc.cell.model: spec_for(pc.cell.spec.policy).params_total for pc in cells}
     largest = max(params, key=params.get)
     assert min(pc.steps for pc in cells if pc.cell.model == largest) >= 20
     # every evaluation scores all 250 problems of both targets

@@ -70,7 +70,8 @@ def _ids(doc, **kw) -> set[str]:
 
 
 def test_an_estimate_of_traced_models_is_written_read_and_validated(models, estimate):
-    from suite.accounting.traced import TracedSpec, spec_for
+    from suite.accounting.traced import TracedSpec
+    from suite.accounting.specs import spec_for
     from suite.record.report import read_report
 
     report = read_report(models / "est.json")        # strict JSON + the 1.3 schema
@@ -98,7 +99,7 @@ def test_a_measured_and_an_imported_report_of_a_traced_policy_validate(models, t
     naming the config folder; imported: `race import trl` of a TRL log with a cell that does."""
     from suite import (LedgerWriter, Provenance, build_report, phase_flops, tokens_from_work, work_from_lengths,
                        write_report)
-    from suite.accounting.traced import spec_for
+    from suite.accounting.specs import spec_for
     from suite.train.cell import load_run_description
 
     (tmp_path / "cell.yaml").write_text(CELL.format(name="gpt2-run", policy=models / "gpt2-tiny", reward="sparse"))
@@ -161,11 +162,12 @@ def test_a_shrunk_config_under_a_real_models_name_is_refused(models, monkeypatch
     runs: PHYS-002 leaves a traced policy to PHYS-001 (all 64 would put the floor above the truth)."""
     from dataclasses import replace
 
-    from suite.accounting.traced import spec_for, traced_catalog_lookup
+    from suite.accounting.specs import lookup
+    from suite.accounting.specs import spec_for
     from suite.record.report import Means, build_estimate
     from suite.train.cell import load_run_description
 
-    catalog = json.loads(traced_catalog_lookup("GLM-4.5-Air").read_text())
+    catalog = json.loads(lookup("GLM-4.5-Air").path.read_text())
     shrunk = {k: v for k, v in catalog.items() if not k.startswith("_")}
     shrunk.update(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=2,
                   num_key_value_heads=1, head_dim=16, num_hidden_layers=2, n_routed_experts=64, num_experts_per_tok=2,
@@ -250,9 +252,9 @@ def test_hostile_traced_configs_are_refused_before_any_model_is_built(models, es
     monkeypatch.undo()
 
     # a config transformers builds but whose own code fails (top-8 of 4 experts): named, not a traceback
-    from suite.accounting.traced import traced_catalog_lookup
+    from suite.accounting.specs import lookup
 
-    glm = {k: v for k, v in json.loads(traced_catalog_lookup("GLM-4.5-Air").read_text()).items() if k[0] != "_"}
+    glm = {k: v for k, v in json.loads(lookup("GLM-4.5-Air").path.read_text()).items() if k[0] != "_"}
     glm.update(hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_attention_heads=2,
                num_key_value_heads=1, head_dim=16, num_hidden_layers=2, n_routed_experts=4, vocab_size=128)
     broken = copy.deepcopy(estimate)

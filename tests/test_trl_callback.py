@@ -286,4 +286,4 @@ def test_a_reward_model_that_cannot_be_priced_is_refused_by_name(tmp_path, polic
     assert "no transformers config" in e.value.message and "reward_model=spec_for(" in e.value.hint
     gpt2 = GPT2ForSequenceClassification(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, num_labels=1))
     ledger = RaceLedger(tmp_path / "gpt2").attach(trainer_of(gpt2, "judge-gpt2"))
-    assert getattr(ledger.reward_model, "traced", False) and ledger.reward_model.model_type == "gpt2"
+    assert ledger.reward_model.priced_by == "traced" and ledger.reward_model.model_type == "gpt2"

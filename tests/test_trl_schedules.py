@@ -176,7 +176,7 @@ def test_sequence_classifier_reward_models_go_into_validated_reports(rm_runs, na
     from suite.record.report import read_report
 
     ledger, measured, _ = rm_runs[name]
-    assert getattr(ledger.reward_model, "traced", False) == (path == "traced")
+    assert ledger.reward_model.priced_by == path
     recs = read_ledger(ledger.ledger_path).records
     assert recs[0]["flops"]["reward"] > 0
     assert sum(sum(r["flops"].values()) for r in recs) == measured
@@ -243,7 +243,7 @@ def test_a_policy_of_a_family_with_no_recipe_trains_under_the_ledger_exactly(tmp
                                eos_token_id=1, bos_token_id=2)).save_pretrained(folder)
     parts[0].save_pretrained(folder)
     trainer, ledger, measured = _run(tmp_path, (parts[0], str(folder), parts[2]), steps=1)
-    assert getattr(ledger.policy, "traced", False) and ledger.total_flops == measured
+    assert ledger.policy.priced_by == "traced" and ledger.total_flops == measured
     report = read_report(ledger.write_report())
     assert report.priced_by["policy"] == "traced" and report.doc["schema_version"] == "1.3"
     assert report.doc["adapter"]["trainable_params"] == sum(

@@ -101,18 +101,18 @@ def measured(tmp_path_factory):
 
 def _renamed(doc, folder, where: str, name: str, spec_of: str, tmp: Path):
     """The model block at `where` given `spec_of`'s spec under `name`, repriced and rebuilt."""
-    from suite.accounting.modelspec import load_spec
+    from suite.accounting.specs import spec_for
     from suite.record.report import model_entry
 
     bad, f = copy.deepcopy(doc), tmp / "forged"
     f.mkdir()
     shutil.copy(folder / "ledger.jsonl", f / "ledger.jsonl")
-    entry = model_entry(load_spec(spec_of)) | {"name": name}
+    entry = model_entry(spec_for(spec_of)) | {"name": name}
     entry["spec"] = {**entry["spec"], "name": name}
     if where == "policy":
         bad["policy"] = entry
         bad["adapter"]["trainable_params"] = _objects({"policy": spec_of, "grpo": bad["grpo"], "reward": {"model": None},
-                                                       "adapter": bad["adapter"]})[1].trainable_params(load_spec(spec_of))
+                                                       "adapter": bad["adapter"]})[1].trainable_params(spec_for(spec_of))
     else:
         bad["reward"]["model"] = entry
     bad.pop("pretraining", None)

@@ -22,7 +22,7 @@ import struct
 from pathlib import Path
 
 from suite.accounting import ENGINES, GRPOSettings, add_work, phase_flops, tokens_from_work, work_from_lengths
-from suite.accounting.modelspec import load_spec
+from suite.accounting.specs import spec_for
 from suite.record.report import Provenance, build_report, model_entry
 from validate_strategies import (MEASURED, POLICIES, PRM, _objects, _rebuild, _records, _reprice_totals, _spec_dict,
                                  _trl_layout_records, ledger_records, write_ledger)
@@ -83,7 +83,7 @@ def _adapter_header(folder: Path, spec: dict) -> None:
     is written; the data region is a sparse hole (PROV-005 reads headers only)."""
     from suite.accounting import Adapter
 
-    policy = load_spec(spec["policy"])
+    policy = spec_for(spec["policy"])
     a = spec["adapter"]
     table, off = {}, 0
     if a["type"] == "lora":
@@ -121,7 +121,7 @@ def _shape(policy, target: str) -> tuple[int, int]:
             "down_proj": (policy.intermediate_size, h)}[target]
 
 
-DENSE = [n for n in POLICIES if (s := load_spec(n)).model_type in ("qwen2", "llama", "qwen3") and not s.is_moe
+DENSE = [n for n in POLICIES if (s := spec_for(n)).model_type in ("qwen2", "llama", "qwen3") and not s.is_moe
          and not s.layer_types and not s.q_lora_rank and not s.kv_lora_rank]
 """Policies whose LoRA shapes _shape gives (dense, full attention, no latent projections)."""
 
@@ -285,9 +285,9 @@ def lookalike_of(name: str, rng) -> str:
 def _smaller(name: str, rng):
     """A dense full-attention catalog model (its price needs no statistic a report's work may
     lack) under 70% of `name`'s parameters."""
-    me = load_spec(name)
-    small = [n for n in DENSE if load_spec(n).params_total < 0.7 * me.params_total]
-    return load_spec(rng.choice(small)) if small else None
+    me = spec_for(name)
+    small = [n for n in DENSE if spec_for(n).params_total < 0.7 * me.params_total]
+    return spec_for(rng.choice(small)) if small else None
 
 
 def _policy_lookalike(doc, folder, rng):
@@ -298,7 +298,7 @@ def _policy_lookalike(doc, folder, rng):
     name = doc["policy"]["name"]
     other = _smaller(name, rng)
     if other is None:
-        other = load_spec(rng.choice([n for n in DENSE if n != name]))
+        other = spec_for(rng.choice([n for n in DENSE if n != name]))
     alias = lookalike_of(name, rng)
     doc["policy"] = model_entry(other) | {"name": alias}
     doc["policy"]["spec"] = {**doc["policy"]["spec"], "name": alias}

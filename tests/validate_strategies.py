@@ -15,12 +15,12 @@ from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase
                               work_from_lengths)
 from suite.errors import RaceError
 from suite.record.ledger import LedgerWriter
-from suite.accounting.modelspec import catalog_names, load_spec
+from suite.accounting.specs import catalog_names, spec_for
 from suite.record.report import Provenance, build_report, model_entry, totals_from
 
 MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")
 
-POLICIES = [n for n in catalog_names() if "PRM" not in n]
+POLICIES = [n for n in catalog_names("recipe") if "PRM" not in n]
 PRM = "Qwen2.5-Math-PRM-7B"
 
 
@@ -72,7 +72,7 @@ def run_specs(draw) -> dict:
         "evaluations": draw(st.lists(st.sampled_from([
             {"target": "gsm8k-250", "metric": "pass@1", "value": 0.5, "n": 250},
             {"target": "math500-250", "metric": "process_judge", "value": 0.3, "n": 250,
-             "judge": model_entry(load_spec(PRM)), "compute": {"tokens": 1000, "flops": 10**15}},
+             "judge": model_entry(spec_for(PRM)), "compute": {"tokens": 1000, "flops": 10**15}},
             {"target": "arith-easy-250", "metric": "native_reward", "value": 0.7, "n": 250, "stderr": 0.01}]),
             max_size=2, unique_by=lambda e: e["target"])),
     }
@@ -101,7 +101,7 @@ _SPEC_CACHE: dict = {}
 
 def _load(name):
     if name not in _SPEC_CACHE:
-        _SPEC_CACHE[name] = load_spec(name)
+        _SPEC_CACHE[name] = spec_for(name)
     return _SPEC_CACHE[name]
 
 
@@ -248,9 +248,9 @@ def _other_architecture(doc, delta, apart: bool = False):
         except RaceError:   # gpt-oss has no gate_proj/up_proj: a LoRA on only those is no run
             return False
 
-    names = [n for n in POLICIES if arch(load_spec(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))
+    names = [n for n in POLICIES if arch(spec_for(n).to_dict()) != arch(doc["policy"]["spec"]) and adapts(_load(n))
              and (not apart or _priced_apart(doc, _load(n)))]
-    return load_spec(names[delta % len(names)])
+    return spec_for(names[delta % len(names)])
 
 
 def _swap_model(doc, folder, delta):

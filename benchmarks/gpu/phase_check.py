@@ -35,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
 from suite.accounting import Adapter, GRPOSettings, pass_breakdown, work_from_lengths  # noqa: E402
-from suite.accounting.modelspec import ModelSpec, load_spec  # noqa: E402
+from suite.accounting.modelspec import ModelSpec
+from suite.accounting.specs import spec_for  # noqa: E402
 
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "L40S": 362.0,
                     "B200": 2250.0, "GB200": 2500.0}
@@ -233,7 +234,7 @@ def main(argv=None) -> int:
     dtype = torch.bfloat16 if cuda else torch.float32
     if not cuda:
         torch.set_num_threads(1)
-    policy, prm = tiny_specs() if args.tiny else (load_spec(args.policy), load_spec(args.prm))
+    policy, prm = tiny_specs() if args.tiny else (spec_for(args.policy), spec_for(args.prm))
     adapter = Adapter.from_rank(args.rank)
     n, p, c = args.prompts * args.k, args.prompt_len, args.completion_len
     settings = GRPOSettings(group_size=args.k, prompts_per_step=args.prompts, num_iterations=1, beta=0.0,

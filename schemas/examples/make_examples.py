@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from suite.accounting import Adapter, GRPOSettings, phase_flops, tokens_from_work, work_from_lengths  # noqa: E402
 from suite.record.ledger import LedgerWriter  # noqa: E402
-from suite.accounting.modelspec import load_spec  # noqa: E402
+from suite.accounting.specs import spec_for  # noqa: E402
 from suite.accounting.pretraining import share_of_pretraining  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
 from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
@@ -76,8 +76,8 @@ def write_ledger(path: Path, spec: dict, seed: int = 0) -> None:
     """A STEPS-step ledger with seeded Polaris-like lengths (prompts 60-400 tokens, completions
     up to 2,048), priced by suite.accounting."""
     rng = random.Random(seed)
-    policy = load_spec(spec["policy"])
-    rm = load_spec(spec["reward"]["model"]) if spec["reward"].get("model") else None
+    policy = spec_for(spec["policy"])
+    rm = spec_for(spec["reward"]["model"]) if spec["reward"].get("model") else None
     g = GRPOSettings(**spec["grpo"])
     adapter = Adapter(kind="lora", rank=spec["adapter"]["rank"], alpha=float(spec["adapter"]["alpha"]))
     path.unlink(missing_ok=True)
@@ -206,7 +206,7 @@ def _retotal(doc: dict) -> None:
 def _repretrain(doc: dict) -> None:
     """The pretraining share of the document's own total, as the report builder writes it."""
     if "pretraining" in doc:
-        doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"], load_spec(doc["policy"]["name"]))
+        doc["pretraining"] = share_of_pretraining(doc["totals"]["flops"]["total"], spec_for(doc["policy"]["name"]))
 
 
 def invalid_cases(valid: dict[str, dict]):
@@ -280,7 +280,7 @@ def invalid_cases(valid: dict[str, dict]):
     yield "param-count", mut(sparse, setp(("policy", "params_total"), sparse["policy"]["params_total"] + 1)), ["PHYS-006"]
 
     def swap_size(d):
-        big = load_spec("Qwen2.5-7B-Instruct")
+        big = spec_for("Qwen2.5-7B-Instruct")
         d["policy"]["spec"] = {**big.to_dict(), "name": d["policy"]["name"]}
         d["policy"]["params_total"], d["policy"]["params_non_embedding"] = big.params_total, big.params_non_embedding
         d["adapter"]["trainable_params"] = Adapter(kind="lora", rank=64, alpha=128.0).trainable_params(big)

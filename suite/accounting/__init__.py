@@ -1,6 +1,8 @@
 """Layer 1, accounting: what a GRPO step costs, one idea per module:
 
-- `modelspec`: model specs from a config.json or the catalog (`catalog/`);
+- `specs`: the one model door: the `Spec` protocol, the catalog (`catalog/`) and `spec_for`;
+- `modelspec`: recipe specs (`ModelSpec`) from a config.json of a family with a recipe;
+- `traced`: traced specs (`TracedSpec`) of any other decoder, priced from its own code;
 - `adapter`: what is trained (LoRA or full) and what peft adapts for it;
 - `settings`: the GRPO settings that move FLOPs;
 - `engines`: engine profiles (which passes an engine runs, over which positions);

@@ -15,10 +15,12 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import RaceError
-from .modelspec import LINEAR_NAMES, ModelSpec
+
+if TYPE_CHECKING:  # specs answer the LoRA question themselves (Spec.lora); this module sits below them
+    from .specs import Spec
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The seven Linear layers of a decoder layer, the LoRA targets by default."""
@@ -72,17 +74,15 @@ class Adapter:
         return cls(kind="lora", rank=rank, alpha=float(2 * rank if alpha is None else alpha),
                    targets=tuple(targets))
 
-    def trainable_params(self, spec: ModelSpec) -> int:
+    def trainable_params(self, spec: Spec) -> int:
         """Trainable parameters on `spec`: every parameter for full fine-tuning; for LoRA,
         r*(in+out) per adapted module and layer (peft's lora_A and lora_B, no bias), E*r*(in+out)
         per adapted expert stack, as peft adapts them (`lora_units`)."""
         if self.kind == "full":
             return spec.params_total
-        if getattr(spec, "traced", False):  # read off the real peft model (suite.accounting.traced)
-            return spec.lora(self)[1]
-        return sum(u.params for u in lora_units(spec, self))
+        return spec.lora(self).trainable
 
-    def to_report(self, spec: ModelSpec) -> dict:
+    def to_report(self, spec: Spec) -> dict:
         """The report's `adapter` section."""
         lora = self.kind == "lora"
         return {"type": self.kind, "rank": self.rank if lora else None,
@@ -95,6 +95,12 @@ class Adapter:
 
 ALL_LINEAR = "all-linear"
 """peft's shorthand: every nn.Linear of the model but the output head."""
+
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
+                "kv_b_proj", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
+                "out_proj", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "shared_expert_gate")
+"""Leaf names of the nn.Linear modules of every recipe family's decoder layer (the LoRA target
+names; suite.accounting.modelspec builds the layers)."""
 
 _PEFT_MOE_MAP = {
     # peft 0.21 utils/transformers_weight_conversion.py: transformers-4 module names of MoE models
@@ -153,9 +159,28 @@ class LoraUnit:
         return "." in self.name
 
 
+class Lora(NamedTuple):
+    """The LoRA question answered for one model (`Spec.lora`): what peft adapts, how many
+    parameters train, and which targets adapt nothing."""
+
+    units: tuple[LoraUnit, ...]
+    """Adapted modules and expert stacks, per layer."""
+    trainable: int
+    """Trainable parameters (lora_A and lora_B of every unit)."""
+    unmatched: tuple[str, ...] = ()
+    """Targets that adapt nothing in the model (peft skips them silently when others match);
+    () where the model's code is traced (peft reads them off the real model)."""
+
+
+def lora_units(spec: Spec, adapter: Adapter) -> tuple[LoraUnit, ...]:
+    """What peft adapts on `spec` for `adapter` (() for full fine-tuning): `spec.lora(adapter).units`."""
+    return spec.lora(adapter).units if adapter.kind == "lora" else ()
+
+
 @lru_cache(maxsize=512)
-def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
-    """What peft 0.21 adapts on transformers 5's model of `spec` for these targets: a name
+def recipe_lora(spec: Spec, adapter: Adapter) -> Lora:
+    """The LoRA question on a recipe spec (`ModelSpec.lora`): what peft 0.21 adapts on
+    transformers 5's model of `spec` for these targets: a name
     matches nn.Linear modules of that leaf name (the router is no nn.Linear); all-linear matches
     every decoder Linear; on MoE families peft converts transformers-4 expert names into
     target_parameters on the expert stacks (gate_proj + up_proj -> experts.gate_up_proj at rank
@@ -163,9 +188,7 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     the modules, so dense and shared-expert MLPs keep no LoRA there. tests/test_families.py reads
     the adapted modules back from real PEFT models."""
     if adapter.kind != "lora":
-        return ()
-    if getattr(spec, "traced", False):  # no recipe: what peft adapts on the real model (suite.accounting.traced)
-        return spec.lora(adapter)[0]
+        return Lora((), spec.params_total)
     layers = spec.layers()
     names = set(adapter.targets)
     conv = _PEFT_MOE_MAP.get(spec.family.peft_moe, {})
@@ -201,10 +224,12 @@ def lora_units(spec: ModelSpec, adapter: Adapter) -> tuple[LoraUnit, ...]:
     if not units:
         raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})",
                         f"its adaptable modules: {', '.join(adaptable_names(spec))}")
-    return tuple(units)
+    known = set(adaptable_names(spec))
+    unmatched = () if ALL_LINEAR in adapter.targets else tuple(t for t in adapter.targets if t not in known)
+    return Lora(tuple(units), sum(u.params for u in units), unmatched)
 
 
-def adaptable_names(spec: ModelSpec) -> list[str]:
+def adaptable_names(spec: Spec) -> list[str]:
     """Target names that adapt something in `spec` (module names, expert parameters)."""
     out = set()
     for lay in spec.layers():
@@ -215,14 +240,11 @@ def adaptable_names(spec: ModelSpec) -> list[str]:
     return sorted(out)
 
 
-def unmatched_targets(spec: ModelSpec, adapter: Adapter) -> list[str]:
+def unmatched_targets(spec: Spec, adapter: Adapter) -> list[str]:
     """Targets that adapt nothing in `spec` (peft skips them silently when others match)."""
     if adapter.kind != "lora" or ALL_LINEAR in adapter.targets:
         return []
-    if getattr(spec, "traced", False):
-        return []
-    known = set(adaptable_names(spec))
-    return [t for t in adapter.targets if t not in known]
+    return list(spec.lora(adapter).unmatched)
 
 
 # ---- from a peft config -----------------------------------------------------------------------
@@ -246,7 +268,7 @@ def _fused_pattern(config: Any, r: int, alpha: float) -> bool:
         and all(re.search(r"gate_up_proj", k) and v == 2 * alpha for k, v in alphas.items())
 
 
-def _unconvert(params: set[str], fused: bool, spec: ModelSpec | None) -> set[str]:
+def _unconvert(params: set[str], fused: bool, spec: Spec | None) -> set[str]:
     """peft's target_parameters back to the names a user passes: on MoE families peft turned
     gate/up/down (Mixtral: w1/w3/w2) and the router `gate` into expert-stack parameters (gate_up
     at rank 2r when it fused them)."""
@@ -266,7 +288,7 @@ def _unconvert(params: set[str], fused: bool, spec: ModelSpec | None) -> set[str
 
 def adapter_from_peft(config: Any, *, adapted: Mapping[str, int] | None = None,
                       num_layers: int | None = None, units: Sequence[tuple] | None = None,
-                      spec: ModelSpec | None = None) -> Adapter:
+                      spec: Spec | None = None) -> Adapter:
     """The Adapter of a PEFT LoRA config (None: no adapter, full fine-tuning).
 
     `units` (suite.accounting.reference.adapted_units of a loaded PEFT model) say exactly what
@@ -314,5 +336,5 @@ def adapter_from_peft(config: Any, *, adapted: Mapping[str, int] | None = None,
     return adapter
 
 
-__all__ = ["PROJECTIONS", "ALL_LINEAR", "TARGET_NAMES", "Adapter", "LoraUnit", "lora_units", "adaptable_names",
+__all__ = ["PROJECTIONS", "ALL_LINEAR", "TARGET_NAMES", "Adapter", "LoraUnit", "Lora", "lora_units", "adaptable_names",
            "unmatched_targets", "adapter_from_peft"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .counters import BWD, COUNTERS, FWD, INSTALLED
-from .modelspec import _catalog_lookup, _read_json, load_spec
+from .specs import lookup, read_entry, spec_for
 from .refcase import Case
 from .referee import RED, Verdict, exact_passes, judge, sci
 
@@ -34,7 +34,7 @@ SETTINGS = (
 
 def case_for(model: str, label: str = "", **fields) -> Case:
     """A Case of a catalog model with its checkpoint config."""
-    return Case(name=label or model, spec=load_spec(model), config=_read_json(_catalog_lookup(model)), **fields)
+    return Case(name=label or model, spec=spec_for(model), config=read_entry(lookup(model)), **fields)
 
 
 def matrix_cases() -> list[tuple[str, str, Case]]:
@@ -49,9 +49,9 @@ def matrix_cases() -> list[tuple[str, str, Case]]:
 
 def defect_cases() -> list[tuple[str, Case, str]]:
     """verl#6903's four defects: (defect, case built to show it, the part whose term names it)."""
-    q3 = _read_json(_catalog_lookup("Qwen3-4B"))
+    q3 = read_entry(lookup("Qwen3-4B"))
     vl = {"model_type": "qwen3_vl", "text_config": q3}
-    spec4b = load_spec("Qwen3-4B")
+    spec4b = spec_for("Qwen3-4B")
     return [
         ("1. head_dim derived from hidden_size",
          Case(name="Qwen3-VL text tower with Qwen3-4B's dimensions (a qwen3_vl config, no images)",

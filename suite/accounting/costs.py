@@ -16,10 +16,16 @@ position of the output head).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from .adapter import Adapter, LoraUnit, lora_units
-from .modelspec import ModelSpec
-from .work import CHUNK
+from .adapter import Adapter, LoraUnit, recipe_lora
+
+if TYPE_CHECKING:  # the recipe's spec calls this module (ModelSpec.costs), so it sits below it
+    from .modelspec import ModelSpec
+
+CHUNK = 64
+"""Chunk length of transformers' torch_chunk_gated_delta_rule (linear attention) and the default
+chunk of a chunked scan: work counts chunks of it."""
 
 
 def add_stat(c: dict, stat: str, v: int) -> None:
@@ -52,7 +58,7 @@ def _fold_fwd(u: LoraUnit) -> int:
 
 def _units_by_layer(spec: ModelSpec, adapter: Adapter) -> list[dict[str, LoraUnit]]:
     out = [{} for _ in range(spec.num_layers)]
-    for u in lora_units(spec, adapter):
+    for u in recipe_lora(spec, adapter).units:
         out[u.layer][u.name] = u
     return out
 

@@ -1,7 +1,7 @@
 # Over 500 lines: one registry of every model family's construction facts beside the spec they fill, one place to read them in.
 """Model specs: the architecture facts FLOP accounting needs, read from a Hugging Face
 `config.json` (a path or its folder) or from the built-in catalog (`suite/accounting/catalog/*.json`,
-config facts only, no weights). Parameter counts are exact: they equal
+config facts only, no weights; `suite.accounting.specs` reads it). Parameter counts are exact: they equal
 `sum(p.numel() for p in model.parameters())` of the real model (tied embeddings counted once).
 
 Supported (`FAMILIES`): decoder-only transformers as transformers 5 builds them for the model
@@ -17,15 +17,17 @@ model) is refused by name with what is missing.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from dataclasses import MISSING, asdict, dataclass, fields
-from pathlib import Path
 
 from ..errors import RaceError
 from ..limits import check_config_count
+from .adapter import Adapter, Lora, recipe_lora
+from .costs import model_costs
+from .work import Needs
 
-CATALOG_DIR = Path(__file__).with_name("catalog")
+PATH_RECIPE = "recipe"
+"""`priced_by` of a spec priced by its family's analytic recipe (no torch needed)."""
 
 LAYER_TYPES = ("full_attention", "sliding_attention", "linear_attention")
 """Token mixers of a decoder layer, as transformers' `layer_types` names them."""
@@ -117,14 +119,9 @@ _family("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", qk_norm="head", q_gate=True
         all_moe=True, linear="split", text_of="qwen3_5_moe")
 
 SUPPORTED_TYPES = tuple(sorted(FAMILIES)) + tuple(sorted(f.text_of for f in FAMILIES.values() if f.text_of))
-"""Every model_type load_spec accepts (multimodal ones through their text config)."""
+"""Every model_type the recipes accept (multimodal ones through their text config)."""
 
 _TEXT_OF = {f.text_of: f.model_type for f in FAMILIES.values() if f.text_of}
-
-LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa",
-                "kv_b_proj", "in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
-                "out_proj", "gate_proj", "up_proj", "down_proj", "gate_up_proj", "shared_expert_gate")
-"""Leaf names of the nn.Linear modules of every supported decoder layer (the LoRA target names)."""
 
 ATTRIBUTE_MAP: dict[str, dict[str, str]] = {
     # transformers 5.24's `attribute_map` of each supported config class (alias -> attribute):
@@ -329,6 +326,33 @@ class ModelSpec:
                 raise RaceError(f"model spec {self.name}: {what} " + ("incomplete" if family_has else
                                 f"set, but transformers builds no such layer for model_type '{self.model_type}'"),
                                 "build the spec from the model's config.json (suite.accounting.modelspec.spec_from_config)")
+
+    # ---- the spec protocol (suite.accounting.specs.Spec) --------------------------------
+
+    @property
+    def priced_by(self) -> str:
+        """'recipe': priced by the analytic recipe of its family (suite.accounting.costs)."""
+        return PATH_RECIPE
+
+    def costs(self, adapter: Adapter, *, rg0: bool, gc: bool, fold: bool = False, early_stop: bool = False) -> dict:
+        """{'fwd', 'base', 'bwd', 'recompute'}: FLOPs per stat of the decoder's forward with the
+        adapter, without it, its backward and its checkpoint recompute (`costs.model_costs`).
+        `rg0`: the first layer's input requires grad; `fold`: peft folds expert LoRAs per call;
+        `early_stop`: the checkpoint skips a layer's last matmul. `gc` changes nothing here (the
+        recompute is priced apart, by the caller, when checkpointing is on)."""
+        return model_costs(self, adapter, fold, rg0, early_stop)
+
+    def lora(self, adapter: Adapter) -> Lora:
+        """The LoRA question: what peft adapts, trainable parameters, targets that adapt nothing
+        (`adapter.recipe_lora`)."""
+        return recipe_lora(self, adapter)
+
+    @property
+    def needs(self) -> Needs:
+        """Work statistics beyond the base keys that its FLOPs use (windows, decode, chunks, calls)."""
+        mixers = {self.mixer_of(i) for i in range(self.num_layers)}
+        return Needs(windows=(self.sliding_window,) if "sliding" in mixers else (),
+                     decode=bool(mixers & {"mla", "linear"}), chunks="linear" in mixers, calls=self.is_moe)
 
     # ---- shapes -------------------------------------------------------------------------
 
@@ -783,63 +807,6 @@ def spec_from_config(cfg: dict, name: str, where: str | None = None) -> ModelSpe
     )
 
 
-def catalog_names() -> list[str]:
-    """Names of the built-in catalog models, sorted.
-
-    Returns the names, for load_spec.
-    """
-    return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
-
-
-def _catalog_lookup(name: str) -> Path | None:
-    key = name.split("/")[-1].lower()  # accept hub ids like Qwen/Qwen2.5-1.5B-Instruct
-    for n in catalog_names():
-        if n.lower() == key:
-            return CATALOG_DIR / f"{n}.json"
-    return None
-
-
-def in_catalog(name: str) -> bool:
-    """Whether `name` (case-insensitive, hub prefix allowed) is a built-in catalog model."""
-    return _catalog_lookup(name) is not None
-
-
-def _read_json(path: Path) -> dict:
-    from .. import jsonstrict
-
-    # strict: no duplicate keys (readers disagree which wins), bounded size, depth and digits
-    return jsonstrict.read(path)
-
-
-def load_spec(name_or_path: str) -> ModelSpec:
-    """A ModelSpec from a catalog name (case-insensitive, hub prefix allowed), a config.json
-    path, or a folder holding one. Unknown names list the closest catalog names.
-
-    Args: `name_or_path`. Returns the ModelSpec (exact parameter counts, the facts FLOPs need).
-    """
-    if not name_or_path or not str(name_or_path).strip():
-        raise RaceError("empty model name", f"catalog: {', '.join(catalog_names())}")
-    hit = _catalog_lookup(str(name_or_path))
-    if hit is not None:
-        return spec_from_config(_read_json(hit), hit.stem, where=f"catalog {hit.stem}")
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-        if not path.is_file():
-            raise RaceError(f"{path.parent}: folder has no config.json")
-    if path.is_file():
-        cfg = _read_json(path)
-        stem = path.parent.name if path.name == "config.json" else path.stem
-        return spec_from_config(cfg, cfg.get("_name_or_path") or stem or str(path), where=str(path))
-    names = catalog_names()
-    close = difflib.get_close_matches(str(name_or_path), names, n=3, cutoff=0.3)
-    if not close:  # case differences and partial names ("qwen 7b")
-        low = {n.lower(): n for n in names}
-        close = [low[n] for n in difflib.get_close_matches(str(name_or_path).lower(), list(low), n=3, cutoff=0.3)]
-    hint = f"closest catalog names: {', '.join(close)}" if close else f"catalog: {', '.join(names)}"
-    raise RaceError(f"unknown model '{name_or_path}' (not a catalog name, config.json or folder)", hint)
-
-
 def fmt_params(n: int) -> str:
     """Human parameter count: 1.54B, 494M."""
     if n >= 999.5e6:
@@ -849,4 +816,4 @@ def fmt_params(n: int) -> str:
     return f"{n / 1e3:.1f}K" if n >= 1e3 else str(n)
 
 
-__all__ = ["ModelSpec", "load_spec", "catalog_names", "in_catalog", "spec_from_config", "SUPPORTED_TYPES", "fmt_params"]
+__all__ = ["ModelSpec", "spec_from_config", "SUPPORTED_TYPES", "PATH_RECIPE", "fmt_params"]

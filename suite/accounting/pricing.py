@@ -18,9 +18,9 @@ from functools import lru_cache
 
 from ..errors import RaceError
 from .adapter import Adapter
-from .costs import add_stat, head_fwd, mla_absorbed, model_costs
+from .costs import add_stat, head_fwd, mla_absorbed
 from .engines import get_engine
-from .modelspec import ModelSpec
+from .specs import Spec
 from .settings import GRPOSettings
 from .work import (ATTENTION, PASSES, PHASES, WORK_KEYS, Needs, check_work, reward_tokens_bound, reward_tokens_of,
                    tokens_from_work, work_from_lengths, work_from_means)
@@ -82,8 +82,8 @@ def _map(costs: dict, prefix: str, attn: str, *, rollout: bool = False, absorbed
     return out
 
 
-def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
-                 reward_model: ModelSpec | None = None, engine: str = "generic",
+def coefficients(policy: Spec, adapter: Adapter, settings: GRPOSettings,
+                 reward_model: Spec | None = None, engine: str = "generic",
                  attention: str = "causal") -> list[tuple[str, str, dict[str, int]]]:
     """The linear map from work to FLOPs: [(phase, pass name, {work key: FLOPs per unit})].
     FLOPs of a pass = sum(coef * work[key])."""
@@ -94,14 +94,10 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         raise RaceError(f"policy {policy.name} has no LM head", "a policy must be a causal LM; reward models go in reward_model")
     head = head_fwd(policy)
     early = prof.checkpoint_early_stop
-    if getattr(policy, "traced", False):  # no recipe: FlopCounterMode over its HF code (suite.accounting.traced)
-        from .traced import traced_costs
-
-        costs = traced_costs(policy, adapter, prof.layer0_input_grad(adapter, settings), settings.gradient_checkpointing)
-        gen = costs["fwd"]
-    else:
-        costs = model_costs(policy, adapter, prof.peft_training, prof.layer0_input_grad(adapter, settings), early)
-        gen = model_costs(policy, adapter, prof.hf_rollout, True, early)["fwd"]
+    rg0, gc = prof.layer0_input_grad(adapter, settings), settings.gradient_checkpointing
+    costs = policy.costs(adapter, rg0=rg0, gc=gc, fold=prof.peft_training, early_stop=early)
+    # generation: the forward with the adapter, folded as generate runs it (rg0 and gc leave it as it is)
+    gen = policy.costs(adapter, rg0=rg0, gc=gc, fold=prof.hf_rollout, early_stop=early)["fwd"]
     roll = _map(gen, "rollout", attn, rollout=True, absorbed=not prof.hf_rollout, calls=prof.hf_rollout)
     if policy.family.mla and not prof.hf_rollout:
         add_stat(roll, "rollout.decode_pairs", policy.num_layers * mla_absorbed(policy))
@@ -124,17 +120,12 @@ def coefficients(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
         ("update", "reference forward", {**_map(costs["base"], "update.ref", attn), "update.ref.lm_head": head}),
     ]
     if reward_model is not None:
-        if getattr(reward_model, "traced", False):
-            from .traced import traced_costs
-
-            rc = traced_costs(reward_model, Adapter(kind="full"), False, False)["base"]
-        else:
-            rc = model_costs(reward_model, Adapter(kind="full"), False, False, False)["base"]
+        rc = reward_model.costs(Adapter(kind="full"), rg0=False, gc=False)["base"]
         table.append(("reward", "reward-model forward", {**_map(rc, "reward", attn), "reward.heads": head_fwd(reward_model)}))
     return [(ph, name, {k: v for k, v in coef.items() if v}) for ph, name, coef in table]
 
 
-def required_keys(policy: ModelSpec, reward_model: ModelSpec | None = None) -> dict[str, list[str]]:
+def required_keys(policy: Spec, reward_model: Spec | None = None) -> dict[str, list[str]]:
     """Work keys beyond WORK_KEYS each pass of these models may need, by pass ('rollout', ...)."""
     pol, rm = Needs.of(policy), Needs.of(reward_model)
     out = {p: pol.keys(p) for p in PASSES}
@@ -155,8 +146,8 @@ def _check_needs(work: dict, table: list) -> None:
                                     "windows, latent or linear attention and MoE calls need more than token counts")
 
 
-def pass_breakdown(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
-                   reward_model: ModelSpec | None = None, engine: str | None = None,
+def pass_breakdown(work: dict, policy: Spec, adapter: Adapter, settings: GRPOSettings,
+                   reward_model: Spec | None = None, engine: str | None = None,
                    attention: str = "causal") -> list[tuple[str, str, int]]:
     """FLOPs of each pass: [(phase, pass name, FLOPs)], in the order docs/accounting.md
     derives them. engine: the profile the work was built for (`profile_of`)."""
@@ -187,8 +178,8 @@ def _coefficients(*args) -> list:
         return coefficients(*args)
 
 
-def phase_flops(work: dict, policy: ModelSpec, adapter: Adapter, settings: GRPOSettings,
-                reward_model: ModelSpec | None = None, engine: str | None = None,
+def phase_flops(work: dict, policy: Spec, adapter: Adapter, settings: GRPOSettings,
+                reward_model: Spec | None = None, engine: str | None = None,
                 attention: str = "causal") -> dict:
     """{"rollout": int, "update": int, "reward": int}: exact FLOPs of `work` (linear in it),
     under the profile it was built for (`profile_of`).
@@ -260,9 +251,9 @@ class StepFlops:
         return self.flops["update"] / self.total if self.total else 0.0
 
 
-def step_flops(policy: ModelSpec, adapter: Adapter, settings: GRPOSettings, prompt_tokens: float,
+def step_flops(policy: Spec, adapter: Adapter, settings: GRPOSettings, prompt_tokens: float,
                completion_tokens: float, engine: str = "generic", attention: str = "causal",
-               reward_model: ModelSpec | None = None, reward_tokens: float | None = None, *,
+               reward_model: Spec | None = None, reward_tokens: float | None = None, *,
                kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> StepFlops:
     """work_from_means + phase_flops for one step. With a reward model and no reward_tokens,
     the reward model scores `reward_tokens_of` (prompt + completion) tokens per sequence.

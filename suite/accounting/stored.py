@@ -19,7 +19,8 @@ import json
 
 from ..errors import RaceError
 from .modelspec import ModelSpec
-from .traced import PATH_RECIPE, PATH_TRACED, canonical
+from .specs import PATH_TRACED, lookup, read_entry
+from .traced import canonical
 
 PRICED_BY = "priced_by"
 """The key of a stored spec that names the path that prices it (absent: the recipe)."""
@@ -36,12 +37,6 @@ class TracedUnverifiable(RaceError):
 def is_traced(d) -> bool:
     """Whether a stored spec dict is priced by the traced path."""
     return isinstance(d, dict) and d.get(PRICED_BY) == PATH_TRACED
-
-
-def priced_by(d) -> str:
-    """'traced' or 'recipe', as a stored spec dict says (`traced.priced_by` answers the same of a
-    spec object)."""
-    return PATH_TRACED if is_traced(d) else PATH_RECIPE
 
 
 def traced_available() -> bool:
@@ -73,7 +68,7 @@ def check_traced(d: dict, where: str = "model spec") -> str:
                         f"is not the spec's {mt!r}", "store the config the model was traced from")
     if mt in FAMILIES or mt in _TEXT_OF:
         raise RaceError(f"{where}: model_type {mt!r} has an analytic recipe; its report spec is the recipe's",
-                        "write it with suite.accounting.traced.spec_for(config).to_dict() (a ModelSpec)")
+                        "write it with suite.accounting.specs.spec_for(config).to_dict() (a ModelSpec)")
     text = canonical(cfg)
     if len(text) > MAX_TRACED_CONFIG_BYTES:
         raise RaceError(f"{where}: the traced config is {len(text):,} bytes, over the {MAX_TRACED_CONFIG_BYTES:,} the "
@@ -116,15 +111,12 @@ def spec_from_dict(d: dict, name: str | None = None):
 def traced_catalog_config(name: str) -> dict | None:
     """The config a report stores for a traced catalog entry (facts only, `_` keys left out), None
     when `name` names no traced catalog entry."""
-    from .modelspec import _read_json
-    from .traced import traced_catalog_lookup
-
-    hit = traced_catalog_lookup(str(name))
-    if hit is None:
+    hit = lookup(str(name))
+    if hit is None or hit.priced_by != PATH_TRACED:
         return None
-    text = canonical(_read_json(hit))
+    text = canonical(read_entry(hit))
     # as spec_for stores it (a multimodal entry: its text config), where it can be traced
-    return json.loads(_traced(text, hit.stem).config if traced_available() else text)
+    return json.loads(_traced(text, hit.name).config if traced_available() else text)
 
 
 IRRELEVANT = frozenset({"transformers_version", "dtype", "torch_dtype", "bos_token_id", "eos_token_id", "pad_token_id",
@@ -154,4 +146,4 @@ def config_differences(got: dict, want: dict, limit: int = 6) -> list[str]:
     return [f"{k} {a.get(k, 'absent')!r} vs {b.get(k, 'absent')!r}" for k in keys[:limit]]
 
 
-__all__ = ["PRICED_BY", "TracedUnverifiable", "is_traced", "priced_by", "traced_available", "check_traced", "spec_from_dict", "traced_catalog_config", "config_differences", "IRRELEVANT"]
+__all__ = ["PRICED_BY", "TracedUnverifiable", "is_traced", "traced_available", "check_traced", "spec_from_dict", "traced_catalog_config", "config_differences", "IRRELEVANT"]

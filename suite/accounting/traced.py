@@ -44,13 +44,13 @@ import warnings
 
 from .. import jsonstrict
 from ..errors import RaceError
-from .adapter import Adapter, LoraUnit
+from .adapter import Adapter, Lora, LoraUnit
+from .costs import CHUNK
 from .layerflops import Regions, SkipFailed, no_gc, record_outputs, skip, structures
-from .work import CHUNK, Needs
+from .work import Needs
 
-PATH_RECIPE = "recipe"
 PATH_TRACED = "traced"
-"""How a model's FLOPs were priced, as reports and `race flops` name it."""
+"""`priced_by` of a spec priced by tracing its Hugging Face code (needs torch and transformers)."""
 
 FIT_LENGTHS = (5, 9, 16)
 """Sequence lengths the per-layer fit solves on at batch 1 (tok, pair, row); a batch-2 pass at
@@ -72,8 +72,8 @@ class _Family:
 
 @dataclass(frozen=True)
 class TracedSpec:
-    """A decoder priced by tracing its Hugging Face modeling code (duck-types ModelSpec where
-    pricing and reports read it)."""
+    """A decoder priced by tracing its Hugging Face modeling code (a `suite.accounting.specs.Spec`,
+    as a recipe's ModelSpec is)."""
 
     name: str
     model_type: str
@@ -94,8 +94,22 @@ class TracedSpec:
     experts_per_token: int = 0
     chunk: int = CHUNK
     """Chunk length of a chunked scan (the config's chunk_size, Mamba-2; else 64)."""
-    traced: bool = True
-    path: str = PATH_TRACED
+
+    @property
+    def priced_by(self) -> str:
+        """'traced': FlopCounterMode over its own Hugging Face code, fitted per layer."""
+        return PATH_TRACED
+
+    def costs(self, adapter: Adapter, *, rg0: bool, gc: bool, fold: bool = False, early_stop: bool = False) -> dict:
+        """{'fwd', 'base', 'bwd', 'recompute'} per stat, measured on its code (`traced_costs`);
+        `fold` and `early_stop` are what the code does, so they change nothing here. LoRA targets
+        that adapt nothing are refused by name first (`lora`), not inside peft."""
+        self.lora(adapter)
+        return traced_costs(self, adapter, rg0, gc)
+
+    def to_hf_config(self) -> dict:
+        """The Hugging Face config it is traced from."""
+        return self.config_dict
 
     @property
     def family(self) -> _Family:
@@ -120,8 +134,10 @@ class TracedSpec:
     def mixer_of(self, i: int) -> str:
         return "sliding" if self.windows[i] else "full"
 
-    def lora(self, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
-        """(what peft adapts, trainable parameters), read off the real peft model (`traced_lora`)."""
+    def lora(self, adapter: Adapter) -> Lora:
+        """The LoRA question, read off the real peft model (`traced_lora`)."""
+        if adapter.kind != "lora":
+            return Lora((), self.params_total)
         return traced_lora(self, adapter)
 
     @property
@@ -133,7 +149,7 @@ class TracedSpec:
     def to_dict(self) -> dict:
         """A report's model spec: the config itself (everything else is traced from it again;
         suite.accounting.stored.spec_from_dict reads it back)."""
-        return {"priced_by": self.path, "name": self.name, "model_type": self.model_type,
+        return {"priced_by": PATH_TRACED, "name": self.name, "model_type": self.model_type,
                 "config": json.loads(self.config)}
 
 
@@ -414,9 +430,10 @@ def _quiet():
         hf_logging.set_verbosity(level)
 
 
-FORMAT = 2
+FORMAT = 4
 """Version of the cached coefficients (bump when the fit changes). 2: ops charged to layers by
-autograd node, the checkpoint recompute counted as what it recomputes."""
+autograd node, the checkpoint recompute counted as what it recomputes. 3: the first layer priced
+alone when its input needs no gradient. 4: decode fitted inside every sliding window."""
 
 
 def cache_dir() -> Path | None:
@@ -471,13 +488,24 @@ def _measure_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, ever
     """Measure and fit one layer of each structure (`_classes`), or with `every_layer` each
     decoder layer (the slow reference the fast path is tested against); a model whose layers
     cannot be left out (`SkipFailed`) is measured whole."""
-    keep = None if every_layer else _classes(spec.config, spec.windows)
+    keep = None if every_layer else _first_alone(_classes(spec.config, spec.windows), rg0)
     if keep is not None and len(set(keep)) < len(keep):
         try:
             return _measure(spec, adapter, rg0, gc, keep)
         except SkipFailed:
             pass
     return _measure(spec, adapter, rg0, gc, None)
+
+
+def _first_alone(keep: tuple[int, ...], rg0: bool) -> tuple[int, ...]:
+    """`keep` with the first decoder layer priced alone when its input needs no gradient (`rg0`
+    false: frozen embeddings, no checkpointing hook): every later layer's input does, so it costs
+    the input gradients the first layer skips and cannot be priced as the first (issue 39: an
+    LFM2 LoRA update was 6.6% low). Those layers take the next of their structure instead."""
+    if rg0:
+        return keep
+    later = [j for j in range(1, len(keep)) if keep[j] == 0]
+    return tuple(later[0] if j in later else r for j, r in enumerate(keep))
 
 
 def _measure(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, keep: tuple[int, ...] | None) -> dict:
@@ -500,8 +528,13 @@ def _measure(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool, keep: tupl
     rec = fit(lambda b, L: train(b, L)[1], "checkpoint recompute") if gc else [{}] * n
     out = {"fwd": _sum(fwd, w), "base": _sum(base, w), "bwd": _sum(_diff(_diff(t, fwd), rec), w),
            "recompute": _sum(rec, w)}
-    # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys)
-    p1 = 3
+    # a decode step over n keys: tok + dec_tok + pair * n (per layer; window-bounded keys). Both
+    # measured steps stay inside every window: a step past it attends no more keys, and its slope
+    # would read as a negative per-pair cost (issue 39: Gemma 2 with a 4-key window, -1.3%)
+    p1 = min([3] + [wi - 2 for wi in spec.windows if wi])
+    if p1 < 1:
+        raise RaceError(f"{name}: a sliding window of {min(wi for wi in spec.windows if wi)} keys leaves no decode "
+                        "step to fit inside it", "the traced path fits windows of 3 keys or more")
     d1, d2 = m.decode(p1)
     dec_tok = dec_pair = 0
     for i in range(n):
@@ -527,15 +560,23 @@ def traced_costs(spec: TracedSpec, adapter: Adapter, rg0: bool, gc: bool) -> dic
 
 
 @functools.lru_cache(maxsize=128)
-def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...], int]:
+def traced_lora(spec: TracedSpec, adapter: Adapter) -> Lora:
     """(what peft adapts, trainable parameters) on the real model (meta device): peft wraps one
     layer of each structure (`_classes`); the others adapt what their first does."""
     _need_torch()
     from .reference import adapted_units, add_lora
 
     keep = _classes(spec.config, spec.windows)
-    with _quiet():
-        model = add_lora(_fresh(spec.config, "meta", keep), adapter)
+    nothing = RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})",
+                        "name modules the model has (its config.json's family decides: GPT-2's are c_attn, c_proj, "
+                        "c_fc), or --lora-targets all-linear")
+    try:
+        with _quiet():
+            model = add_lora(_fresh(spec.config, "meta", keep), adapter)
+    except ValueError as e:  # peft's NoMatchingPeftModuleError: no target module in the model
+        if "not found in the base model" in str(e):
+            raise nothing from None
+        raise
     prefix = _layer_list(model, spec.num_layers) + "."
     per_layer: dict[int, int] = {}  # trainable parameters of each adapted layer
     for path, p in model.named_parameters():
@@ -545,10 +586,10 @@ def traced_lora(spec: TracedSpec, adapter: Adapter) -> tuple[tuple[LoraUnit, ...
     units = [LoraUnit(*u) for u in adapted_units(model)]
     units += [dataclasses.replace(u, layer=j) for j, r in enumerate(keep) if r != j for u in units if u.layer == r]
     if adapter.kind == "lora" and not units:
-        raise RaceError(f"LoRA targets {', '.join(adapter.targets)} adapt nothing in {spec.name} ({spec.model_type})")
+        raise nothing
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     trainable += sum(per_layer.get(r, 0) for j, r in enumerate(keep) if r != j)
-    return tuple(sorted(units, key=dataclasses.astuple)), trainable
+    return Lora(tuple(sorted(units, key=dataclasses.astuple)), trainable)
 
 
 CPU_LIMIT = 20_000_000
@@ -657,62 +698,4 @@ def traced_spec(cfg: dict, name: str, where: str | None = None) -> TracedSpec:
                       chunk=int(getattr(hf, "chunk_size", None) or getattr(hf, "mamba_chunk_size", None) or CHUNK))
 
 
-def spec_for(config, name: str | None = None):
-    """The spec that prices any Hugging Face decoder config: the analytic recipe where its
-    family has one (ModelSpec), else the traced path (TracedSpec). `config`: a dict, a
-    transformers PretrainedConfig, a config.json path or folder, or a catalog name. The result
-    goes wherever a ModelSpec does in pricing (`phase_flops(..., reward_model=spec_for(cfg))`)
-    and into reports (a traced one as its config, report 1.3). `priced_by(spec)` names the path.
-
-    Args: `config`, `name` (default: the config's _name_or_path, else its folder). Returns the
-    ModelSpec or TracedSpec."""
-    from .modelspec import FAMILIES, _TEXT_OF, _read_json, in_catalog, load_spec, spec_from_config
-
-    if isinstance(config, (str, Path)):
-        if in_catalog(str(config)):
-            return load_spec(str(config))
-        hit = traced_catalog_lookup(str(config))
-        if hit is not None:
-            return traced_spec(_read_json(hit), hit.stem, f"catalog {hit.stem}")
-        path = Path(config).expanduser()
-        path = path / "config.json" if path.is_dir() else path
-        if not path.is_file():
-            return load_spec(str(config))  # its error names the closest catalog models
-        cfg = _read_json(path)
-        name = name or cfg.get("_name_or_path") or (path.parent.name if path.name == "config.json" else path.stem)
-        where = str(path)
-    elif isinstance(config, dict):
-        cfg, where = config, None
-    else:  # a PretrainedConfig
-        cfg, where = {**config.to_dict(), "model_type": config.model_type}, None
-    name = name or cfg.get("_name_or_path") or str(cfg.get("model_type"))
-    mt = cfg.get("model_type")
-    if mt in FAMILIES or mt in _TEXT_OF:
-        return spec_from_config(cfg, name, where)
-    if mt is None:
-        raise RaceError(f"{where or name}: config is missing field 'model_type'")
-    return traced_spec(cfg, name, where)
-
-
-TRACED_CATALOG = Path(__file__).with_name("catalog") / "traced"
-"""Catalog entries of families with no recipe (config facts only, each with its `_source`): priced
-by the traced path, so they need torch; `modelspec.catalog_names` lists the recipe ones."""
-
-
-def traced_catalog_names() -> list[str]:
-    """Names of the catalogued models of families with no recipe, sorted."""
-    return sorted(p.stem for p in TRACED_CATALOG.glob("*.json"))
-
-
-def traced_catalog_lookup(name: str) -> Path | None:
-    key = name.split("/")[-1].lower()
-    return next((TRACED_CATALOG / f"{n}.json" for n in traced_catalog_names() if n.lower() == key), None)
-
-
-def priced_by(spec) -> str:
-    """'recipe' (an analytic recipe, no torch) or 'traced' (FlopCounterMode over the HF code)."""
-    return getattr(spec, "path", PATH_RECIPE)
-
-
-__all__ = ["TracedSpec", "traced_spec", "traced_catalog_names", "traced_costs", "traced_lora", "spec_for", "priced_by", "PATH_RECIPE",
-           "PATH_TRACED"]
+__all__ = ["TracedSpec", "traced_spec", "traced_costs", "traced_lora", "PATH_TRACED"]

@@ -21,12 +21,15 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import RaceError
+from .costs import CHUNK
 from .engines import EngineProfile, get_engine
-from .modelspec import ModelSpec
 from .settings import MAX_TOKENS, GRPOSettings
+
+if TYPE_CHECKING:  # specs say what they need (Spec.needs), so this module sits below them
+    from .specs import Spec
 
 ATTENTION = ("causal", "full")
 """Attention conventions: causal counts the lower triangle (with the diagonal) of each L x L
@@ -46,10 +49,6 @@ COUNT_KEYS = ("count.completions", "count.rollout_prompt", "count.rollout_comple
 WORK_KEYS = tuple(f"{p}.{s}" for p in PASSES for s in _STATS) \
     + tuple(f"reward.{s}" for s in _REWARD_STATS) + COUNT_KEYS
 """Every key a work dict may hold. count.* are plain token counts (0 FLOPs), kept for reports."""
-
-CHUNK = 64
-"""Chunk length of the gated-delta-rule scan (transformers' torch fallback and FLA's kernels)."""
-
 
 class Work(dict):
     """Work (a dict of statistics, as ledgers store it) that remembers the engine profile it
@@ -208,15 +207,9 @@ class Needs:
     """MoE: forward calls (peft folds an expert LoRA into the expert weights once per call)."""
 
     @classmethod
-    def of(cls, spec: ModelSpec | None) -> "Needs":
-        """What `spec` needs (nothing for None and for dense full-attention models)."""
-        if spec is None:
-            return cls()
-        if getattr(spec, "traced", False):  # suite.accounting.traced: what its fitted coefficients use
-            return spec.needs
-        mixers = {spec.mixer_of(i) for i in range(spec.num_layers)}
-        return cls(windows=(spec.sliding_window,) if "sliding" in mixers else (),
-                   decode=bool(mixers & {"mla", "linear"}), chunks="linear" in mixers, calls=spec.is_moe)
+    def of(cls, spec: Spec | None) -> "Needs":
+        """What `spec` needs (`spec.needs`; nothing for None)."""
+        return cls() if spec is None else spec.needs
 
     def keys(self, pass_name: str) -> list[str]:
         """Work keys these needs add to one pass kind (rollout, update.train, ..., reward)."""
@@ -320,7 +313,7 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
                       reward_lengths: Sequence[int] | None = None, *,
                       iterations: int | None = None, generation: bool = True,
                       reward_widths: Sequence[int] | None = None,
-                      policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                      policy: Spec | None = None, reward_model: Spec | None = None,
                       rows: Sequence[int] | None = None) -> dict:
     """Exact work of one GRPO generation batch from real token lengths.
 
@@ -386,7 +379,7 @@ def work_from_lengths(prompt_lengths: Sequence[int], completion_lengths: Sequenc
 
 def work_from_means(prompt_tokens: float, completion_tokens: float, settings: GRPOSettings,
                     engine: str = "generic", reward_tokens: float | None = None, *,
-                    policy: ModelSpec | None = None, reward_model: ModelSpec | None = None,
+                    policy: Spec | None = None, reward_model: Spec | None = None,
                     kept: float | None = None, environment_tokens: float = 0, turns: float = 1) -> dict:
     """Work of one GRPO step (a generation batch of K*B completions and mu updates) when every
     prompt has `prompt_tokens` and every completion `completion_tokens` tokens (means may be
@@ -485,7 +478,7 @@ def shape_rollouts(raw: dict, n: int, c: float, e: float, turns: float, kept: fl
     return {key: int(round(v)) for key, v in w.items()}
 
 
-def _needs(policy: ModelSpec | None, reward_model: ModelSpec | None) -> tuple[Needs, Needs] | None:
+def _needs(policy: Spec | None, reward_model: Spec | None) -> tuple[Needs, Needs] | None:
     if policy is None and reward_model is None:
         return None
     return Needs.of(policy), Needs.of(reward_model)

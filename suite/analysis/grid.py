@@ -353,7 +353,7 @@ def _reward_model(spec, cache: dict):
     """Spec of the cell's reward model (any family), None for rule rewards (nothing is loaded)."""
     key = (spec.reward.system, tuple(sorted((k, str(v)) for k, v in spec.reward.options.items())))
     if key not in cache:
-        from ..accounting.traced import spec_for
+        from ..accounting.specs import spec_for
         from ..train.rewards import get_reward_system
 
         r = get_reward_system(spec.reward.system, **dict(spec.reward.options))
@@ -366,7 +366,7 @@ def _step_costs(cells: Sequence[GridCell], stats: Mapping[tuple[str, str], Promp
     """(step cost bound, expected FLOPs per phase of one generation batch) per cell, from
     suite.accounting alone (pure; no model is loaded; a family with no recipe is traced on the meta device)."""
     from ..accounting import step_cost_bound, step_flops
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
 
     specs: dict[str, Any] = {}
     rewards: dict = {}

@@ -96,7 +96,7 @@ def check_adapter(adapter: str | Path, base: str | Path) -> dict:
 def model_entry(path: str | Path) -> dict:
     """A report `model` object (name, spec, parameter counts) for a model folder (named by the
     folder) or catalog name, of any family (a traced spec where it has no recipe)."""
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
     from ..record.report import model_entry as entry
 
     spec = spec_for(str(path))
@@ -254,7 +254,7 @@ def eval_flops(model: str | Path, adapter_cfg: dict | None, prompt_lengths: list
     forward over the tokens it scored. Completions a scorer skipped (0 tokens) cost nothing."""
     from ..accounting import GRPOSettings, phase_flops, work_from_lengths
     from ..accounting.adapter import adapter_from_peft
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
 
     policy = spec_for(str(model))
     scored = [n for n in (scored_lengths or []) if n > 0]

@@ -300,7 +300,7 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
 
     from .. import accounting as acc
     from ..record.ledger import LedgerWriter
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
     from ..atomic import write_json_atomic
     from ..record.report import Provenance, build_report, write_report
     from ..record.runspec import EngineSpec

@@ -1,6 +1,7 @@
 # Over 500 lines: the one module that reads and writes report.json: the typed Report, built from a ledger or from means.
 """The compute-allocation report v1: built from a ledger, read, changed and written through
-this one module (nothing else parses or writes report.json).
+this one module (the validator, suite.validate.runner, parses untrusted reports itself, to turn
+a malformed one into findings; nothing else parses or writes report.json).
 
 The JSON Schema `schemas/report-v1.schema.json` is the contract; this module follows it.
 
@@ -160,7 +161,7 @@ class Report:
     def priced_by(self) -> dict[str, str | None]:
         """The path that priced each model: {"policy": "recipe" or "traced", "reward": the reward
         model's, None for rule rewards} (a spec with priced_by traced, else the recipe)."""
-        from ..accounting.stored import priced_by
+        from ..accounting.specs import priced_by
 
         model = self._section("reward").get("model")
         return {"policy": priced_by(self.get("policy.spec")),
@@ -547,10 +548,9 @@ class Means:
 def _model_spec(x: "str | ModelSpec") -> "ModelSpec":
     """The spec of a run description's model: a spec object as given, else the spec of a catalog
     name or config folder of any family (the analytic recipe, else the traced path)."""
-    from ..accounting.modelspec import ModelSpec
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import Spec, spec_for
 
-    if isinstance(x, ModelSpec) or getattr(x, "traced", False):  # a traced spec (suite.accounting.traced) too
+    if isinstance(x, Spec):  # a recipe's ModelSpec or a TracedSpec
         return x
     return spec_for(x)
 

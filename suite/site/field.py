@@ -32,14 +32,17 @@ def _compare(r: Report) -> tuple[int, int | None]:
     sequence (mean lengths: each prompt + completion counted at the means)."""
     from ..accounting.compare import six_n_t
     from ..accounting.counters import verl_flops
-    from ..accounting.modelspec import ModelSpec
     from ..accounting.refcase import checkpoint_config
+    from ..accounting.specs import PATH_RECIPE
+    from ..accounting.stored import spec_from_dict
 
-    spec = ModelSpec.from_dict({**r.doc["policy"]["spec"], "name": r.model})
+    spec = spec_from_dict(r.doc["policy"]["spec"], r.model)    # a recipe's facts, or a traced model's config
     means = r.provenance.get("means") or {}
     length = round(float(means.get("prompt_tokens", 0)) + float(means.get("completion_tokens", 0)))
-    # verl's installed FlopsCounter where verl installs, its re-implementation in the light core
-    verl = verl_flops(spec, checkpoint_config(spec), [length] * r.completions)[0] if length else None
+    # verl's installed FlopsCounter where verl installs, its re-implementation in the light core; verl's
+    # formulas read a recipe's widths, a traced model has none to give them
+    verl = verl_flops(spec, checkpoint_config(spec), [length] * r.completions)[0] \
+        if length and spec.priced_by == PATH_RECIPE else None
     return six_n_t(spec, r.tokens["update"]), verl
 
 

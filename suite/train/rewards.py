@@ -304,15 +304,13 @@ class SequenceClassifierReward(RewardSystem):
             raise RaceError(f"{path} is not a sequence classifier (its config.json names no "
                             "*ForSequenceClassification architecture)",
                             "use --native-reward prm for a process reward model folder")
-        from ..accounting.traced import spec_for
+        from ..accounting.specs import spec_for
 
         try:   # priced (and named in reports) by its spec, of any family: checked before any scoring
             spec = spec_for(str(path))
-            if getattr(spec, "traced", False):  # no recipe: its forward is fitted now, a refused fit fails here
-                from ..accounting import Adapter
-                from ..accounting.traced import traced_costs
+            from ..accounting import Adapter
 
-                traced_costs(spec, Adapter(kind="full"), False, False)
+            spec.costs(Adapter(kind="full"), rg0=False, gc=False)  # traced: fitted now, a refused fit fails here
         except RaceError as e:
             raise RaceError(f"cannot price reward model {path} for a report: {e.message}",
                             e.hint or "check its config.json (race flops --config DIR prices it)") from None

@@ -119,7 +119,7 @@ def prepare(cell: CellSpec) -> dict:
     from transformers import AutoTokenizer
 
     from ..accounting import step_cost_bound
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
     from .rewards import get_reward_system
 
     cell.needs_to_train()

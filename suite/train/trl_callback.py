@@ -72,7 +72,7 @@ RECORDER = "race RaceLedger (TRL callback)"
 def policy_spec_of(model):
     """Spec of a (possibly PEFT-wrapped) transformers model, from its config: the analytic recipe
     where its family has one (ModelSpec), else the traced path (TracedSpec)."""
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
 
     cfg = {**model.config.to_dict(), "model_type": model.config.model_type}
     name = getattr(model.config, "_name_or_path", "") or cfg.get("model_type", "policy")
@@ -98,7 +98,7 @@ def reward_model_spec_of(module):
     config: the analytic recipe where its family has one, else the traced path
     (suite.accounting.traced: FlopCounterMode over its own modeling code on the meta device);
     the architecture comes from the class when the config does not name it."""
-    from ..accounting.traced import spec_for
+    from ..accounting.specs import spec_for
 
     cfg = {**module.config.to_dict(), "model_type": module.config.model_type}
     if not cfg.get("architectures"):
@@ -269,7 +269,9 @@ class RaceLedger(TrainerCallback):
         if model is None or args is None or not hasattr(model, "config"):
             return
         policy = self.policy or policy_spec_of(model)
-        if getattr(policy, "traced", False):
+        from ..accounting.specs import PATH_TRACED
+
+        if policy.priced_by == PATH_TRACED:
             from ..accounting.pricing import coefficients
 
             coefficients(policy, self.adapter or adapter_of(model, policy), self.settings or settings_of(args),
@@ -364,7 +366,8 @@ class RaceLedger(TrainerCallback):
     def _hook_reward_model(self, module, name: str):
         """Hooks on a reward model's forward: each call is charged as a forward of its own spec
         over the batch it ran (rows right-padded to the longest, as TRL pads them). Returns the spec."""
-        from ..accounting.modelspec import in_catalog
+        from ..accounting import Adapter
+        from ..accounting.specs import PATH_TRACED, lookup
 
         if self.reward_model is not None:
             spec = self.reward_model
@@ -379,18 +382,14 @@ class RaceLedger(TrainerCallback):
                 raise RaceError(f"cannot price reward model {name!r}: it has no transformers config",
                                 "pass RaceLedger(reward_model=spec_for(ITS_CONFIG_FOLDER)) (a config folder, "
                                 "config dict or catalog name)") from None
-        if getattr(spec, "traced", False):
-            # Priced by tracing its modeling code: fit its costs now (a refused fit fails here, before
-            # the first step; and a profiler around trainer.train() never sees the tracing).
-            from ..accounting import Adapter
-            from ..accounting.traced import traced_costs
-
-            traced_costs(spec, Adapter(kind="full"), False, False)
+        # its costs now: a traced spec fits them here (a refused fit fails before the first step, and
+        # a profiler around trainer.train() never sees the tracing); a recipe's cost nothing
+        spec.costs(Adapter(kind="full"), rg0=False, gc=False)
         ref = str(getattr(getattr(module, "config", None), "_name_or_path", "") or "")
-        if self.reward_model is not None or getattr(spec, "traced", False):
+        if self.reward_model is not None or spec.priced_by == PATH_TRACED:
             model = spec        # the override (or the traced spec) is what the report carries
         else:
-            model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and in_catalog(ref) else spec
+            model = ref if ref and (Path(ref) / "config.json").is_file() else ref if ref and lookup(ref) else spec
         self._reward_ref.update(kind="orm", model=model)
         starts: list[float] = []
         marks: list = []
@@ -439,7 +438,7 @@ class RaceLedger(TrainerCallback):
         if getattr(func, "kind", "rule") != "rule" and path:
             self._reward_ref.update(kind="prm", model=str(path))
             if self.reward_model is None:
-                from ..accounting.traced import spec_for
+                from ..accounting.specs import spec_for
 
                 self.reward_model = spec_for(str(path))  # the reward model is charged by its own spec (any family)
         if self._reward_ref.get("system") == "custom":

@@ -22,14 +22,14 @@ CELL_FIELDS = {"group_size": ("grpo", "group_size"), "prompts_per_step": ("grpo"
 def shipped_models() -> dict[str, dict]:
     """The suite's tiny models (tasks/arith/models/*/config.json): folder name -> spec as a report
     states it (ModelSpec.to_dict(), its name left out)."""
-    from ..accounting.modelspec import load_spec
+    from ..accounting.specs import spec_for
     from ..errors import RaceError
     from ..paths import home
 
     out = {}
     for cfg in sorted((home() / "tasks" / "arith" / "models").glob("*/config.json")):
         try:
-            spec = load_spec(str(cfg)).to_dict()
+            spec = spec_for(str(cfg)).to_dict()
         except RaceError:
             continue
         spec.pop("name", None)

@@ -12,17 +12,17 @@ from .registry import Issue, rule
 @lru_cache(maxsize=1)
 def recipe_names() -> tuple[str, ...]:
     """The recipe catalog's model names."""
-    from ..accounting.modelspec import catalog_names
+    from ..accounting.specs import PATH_RECIPE, catalog_names
 
-    return tuple(catalog_names())
+    return tuple(catalog_names(PATH_RECIPE))
 
 
 @lru_cache(maxsize=1)
 def _all_catalog_names() -> tuple[str, ...]:
     """Every catalog model name, recipe and traced."""
-    from ..accounting.traced import traced_catalog_names
+    from ..accounting.specs import catalog_names
 
-    return recipe_names() + tuple(traced_catalog_names())
+    return tuple(catalog_names())
 
 
 def catalog_name(name) -> str | None:

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from ..accounting import PHASES
+from ..accounting.specs import PATH_TRACED, priced_by
 from .registry import Issue, rule
 
 # Relative deviation allowed between a declared phase and our recomputation. Our own reports
@@ -169,7 +170,7 @@ def recompute(doc: dict, models: dict[str, ModelRead] | None = None) -> Recomput
         return Recomputation(None, f"totals.work cannot be priced: {type(e).__name__}: {e}",
                              "totals.work must hold the statistics suite.accounting defines (work_from_lengths)")
     except Exception as e:
-        if not any(getattr(s, "traced", False) for s in specs):
+        if not any(priced_by(s) == PATH_TRACED for s in specs):
             raise                       # a bug of ours: INTERNAL-001
         # a traced config whose own modeling code fails (top-k over more experts than it has, ...)
         return Recomputation(None, f"the traced model's code fails on its config: {type(e).__name__}: "
@@ -178,7 +179,7 @@ def recompute(doc: dict, models: dict[str, ModelRead] | None = None) -> Recomput
     other = None
     # PHYS-003's other price; not for a traced policy, where it would cost a second trace (PHYS-001
     # refuses the mispriced update all the same)
-    if doc["adapter"]["type"] in ("lora", "full") and not getattr(specs[0], "traced", False):
+    if doc["adapter"]["type"] in ("lora", "full") and priced_by(specs[0]) != PATH_TRACED:
         flip = "full" if doc["adapter"]["type"] == "lora" else "lora"
         try:
             other = _priced(work, _inputs(doc, *specs, flip))
@@ -197,13 +198,15 @@ def _priced(work: dict, args: tuple) -> dict:
 
 @lru_cache(maxsize=64)
 def catalog_spec(name: str):
-    """The catalog ModelSpec a model name names (normalised: identity.catalog_name), or None for
-    other names; read once per name (the catalog is part of the validator's fingerprint)."""
-    from ..accounting.modelspec import load_spec
-    from .identity import catalog_name, recipe_names
+    """The catalog ModelSpec a model name names (normalised: identity.catalog_name; hub ids too), or
+    None for other names; read once per name (the catalog ships with the package and is part of the
+    validator's fingerprint)."""
+    from ..accounting.specs import PATH_RECIPE, lookup, spec_for
+    from .identity import catalog_name
 
     hit = catalog_name(name)
-    return load_spec(hit) if hit is not None and hit in recipe_names() else None
+    entry = lookup(hit) if hit is not None else None
+    return spec_for(entry.name) if entry is not None and entry.priced_by == PATH_RECIPE else None
 
 
 def _rel(a: int, b: int) -> float:

@@ -12,16 +12,15 @@ from suite.errors import RaceError
 
 
 def _case(args):
-    from suite.accounting.modelspec import _catalog_lookup, _read_json
     from suite.accounting.refcase import Case
-    from suite.accounting.traced import spec_for
+    from suite.accounting.specs import PATH_RECIPE, lookup, read_entry, spec_for
 
     if args.model:
-        hit = _catalog_lookup(args.model)
-        if hit is None:
+        hit = lookup(args.model)
+        if hit is None or hit.priced_by != PATH_RECIPE:
             spec_for(args.model)   # raises, naming the closest catalog models
             raise RaceError(f"'{args.model}' has no recipe in the catalog", "give its config.json with --config")
-        config = _read_json(hit)
+        config = read_entry(hit)
     else:
         from pathlib import Path
 

@@ -31,7 +31,7 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
                        help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, Qwen3-MoE, "
                             "Qwen3-Next, Qwen3.5, Qwen3.5-MoE, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
                             "DeepSeek-V3, gpt-oss")
-        m.add_argument("--list-models", action="store_true", help="print the catalog names with parameter counts and exit")
+        m.add_argument("--list-models", action="store_true", help="print every catalog entry (recipe and traced) with parameter counts and exit")
     p.add_argument("--lora-rank", type=int, default=64, metavar="R",
                    help="LoRA rank; 0 means full fine-tuning (default: 64)")
     p.add_argument("--lora-alpha", type=float, default=None, metavar="A",
@@ -112,7 +112,7 @@ def compute(policy, args) -> dict:
     """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.pretraining import share_of_pretraining
-    from suite.accounting.traced import priced_by, spec_for
+    from suite.accounting.specs import priced_by, spec_for
     from suite.record.report import model_entry
 
     get_engine(args.engine)
@@ -240,14 +240,22 @@ def render(d: dict, show_passes: bool) -> str:
 
 
 def list_models() -> str:
-    """Catalog names with parameter counts."""
-    from suite.accounting.modelspec import catalog_names, fmt_params, load_spec
+    """Every catalog entry with its parameter count and how it is priced (a traced entry needs
+    torch and transformers to be built; without them it is listed as such)."""
+    from suite.accounting.modelspec import fmt_params
+    from suite.accounting.specs import PATH_TRACED, catalog_names, lookup, spec_for
+    from suite.accounting.stored import INSTALL, traced_available
 
     rows = []
     for n in catalog_names():
-        s = load_spec(n)
+        if lookup(n).priced_by == PATH_TRACED and not traced_available():
+            rows.append(f"{n:<32}{'?':>8}  traced: needs torch and transformers ({INSTALL})")
+            continue
+        s = spec_for(n)
         kind = ("policy" if s.has_lm_head else "reward model") + f", {s.model_type}"
-        if s.is_moe:
+        if s.priced_by == PATH_TRACED:
+            kind += ", traced" + (f", MoE: {s.experts_per_token} of {s.num_experts} experts" if s.num_experts else "")
+        elif s.is_moe:
             kind += f", MoE: {fmt_params(s.params_active)} active"
         rows.append(f"{n:<32}{fmt_params(s.params_total):>8}  {kind}")
     return "\n".join(rows)
@@ -272,7 +280,7 @@ def configure(p: argparse.ArgumentParser):
             return 0
         if args.steps < 1:
             raise RaceError(f"--steps must be >= 1, got {args.steps}")
-        from suite.accounting.traced import spec_for
+        from suite.accounting.specs import spec_for
 
         policy = spec_for(args.model or args.config)  # a recipe, else the traced path (any decoder)
         d = compute(policy, args)

@@ -81,12 +81,13 @@ def configure(p: argparse.ArgumentParser):
     p.add_argument("--budget", type=count_arg, required=True, metavar="F",
                    help="total training FLOPs to spend, e.g. 1e18")
     p.add_argument("--models", default=None, metavar="LIST",
-                   help="comma-separated policies (catalog names or config.json paths); default: every catalog policy")
+                   help="comma-separated policies (catalog names, traced ones included, or config.json paths); "
+                        "default: every recipe catalog policy")
     add_step_arguments(p, single_model=False)
     add_cost_arguments(p)
 
     def run(args) -> int:
-        from suite.accounting.modelspec import catalog_names, load_spec
+        from suite.accounting.specs import PATH_RECIPE, catalog_names, spec_for
 
         if args.budget <= 0:
             raise RaceError(f"--budget must be positive, got {args.budget:g}")
@@ -95,8 +96,8 @@ def configure(p: argparse.ArgumentParser):
             if not names:
                 raise RaceError("--models is empty")
         else:
-            names = [n for n in catalog_names() if load_spec(n).has_lm_head]
-        policies = [load_spec(n) for n in names]
+            names = [n for n in catalog_names(PATH_RECIPE) if spec_for(n).has_lm_head]
+        policies = [spec_for(n) for n in names]  # any family: the recipe, else the traced path
         rows = plan(args.budget, policies, args)
         if args.json:
             print(json.dumps({"budget": args.budget, "engine_profile": args.engine, "attention": args.attention,
