@@ -270,10 +270,11 @@ def test_docs_import_table_commands_run(tmp_path, capsys):
     folder = tmp_path / "engine-logs"
     W.write_examples(folder)
     text = (Path(__file__).resolve().parents[1] / "docs" / "import.md").read_text()
-    rows = re.findall(r"^\| [^|]+ \| ([^|]+) \| `[^`]+` \| `(race import [^`]*/tmp/engine-logs/[^`]*)` \|$", text, re.M)
+    rows = re.findall(r"^\| [^|]+ \| ([^|]+) \| `[^`]+` \| `(race import [^`]* engine-logs/[^`]*)` \|$", text, re.M)
     assert len(rows) >= 10
-    for engine, cmd in rows:
-        argv = shlex.split(cmd.replace("/tmp/engine-logs", str(folder)).replace("/tmp/o", str(tmp_path / "o")))[1:]
+    for engine, cmd in rows:      # the page's relative folders (engine-logs/, out/) here under tmp_path
+        argv = [str(folder / a.split("/", 1)[1]) if a.startswith("engine-logs/") else
+                str(tmp_path / a) if a.startswith("out/") else a for a in shlex.split(cmd)[1:]]
         if not (folder / Path(argv[2]).relative_to(folder)).exists():
             continue     # verl / tensorboard not installed here: their example was not written
         assert main(argv) == 0, cmd

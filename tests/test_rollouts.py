@@ -84,9 +84,10 @@ def test_deepscaler_three_stages_as_one_estimate_equal_three_single_estimates(tm
     assert doc["totals"]["steps"] == 1040 + 480 + 230 == sum(s["totals"]["steps"] for s in singles)
     assert [st["flops"]["total"] for st in doc["stages"]] == [s["totals"]["flops"]["total"] for s in singles]
     assert doc["grpo"]["group_size"] == 16 and doc["grpo"]["max_completion_tokens"] == 24576   # the last stage
-    # A stage left out no longer sums: ST-001 names its FLOPs, ST-004 its work.
+    # A stage left out no longer sums: ST-001 names its FLOPs, ST-004 its work; and the stages left
+    # no longer carry the maintained description's means stage by stage (PUB-005).
     doc["stages"].pop(0)
-    assert {f.rule_id for f in validate_report(doc)} == {"ST-001", "ST-004"}
+    assert {f.rule_id for f in validate_report(doc)} == {"ST-001", "ST-004", "PUB-005"}
 
 
 def test_staged_estimate_of_a_filtered_multi_turn_run_states_its_rollouts():

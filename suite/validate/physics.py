@@ -1,3 +1,5 @@
+# Over 500 lines: one idea, every phase recomputed from the report's own specs and work, with the readers of
+# those specs and settings that every rule shares (read_models, settings_of) kept beside their one use.
 """Physics rules: recompute each phase's FLOPs from the report's own work statistics and model
 specs (suite.accounting, under the declared engine profile and attention convention) and
 refuse claims no real run can make."""

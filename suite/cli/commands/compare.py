@@ -28,9 +28,11 @@ def _case(args):
         path = path / "config.json" if path.is_dir() else path
         if not path.is_file():
             raise RaceError(f"{args.config}: no such config.json", "give a Hugging Face config.json or its folder")
-        config = _read_json(path)
+        from suite import jsonstrict
+
+        config = jsonstrict.read(path)
     spec = spec_for(config, args.model or None)
-    if getattr(spec, "traced", False):
+    if spec.priced_by != PATH_RECIPE:
         raise RaceError(f"{spec.name}: model type '{config.get('model_type')}' has no analytic recipe",
                         "race compare needs a recipe family (race flops --list-models lists them)")
     return Case(name=spec.name, spec=spec, config=config, lora_rank=args.lora_rank, group_size=args.group_size,
