@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from suite.accounting.compare import verl_update_flops, verl_update_parts
-from suite.accounting.conformance import BEGIN, END, FAMILIES, SETTINGS, case_for, defect_cases, defect_term, document
+from suite.accounting.conformance import (BEGIN, END, FAMILIES, QWEN3_VL_VISION, SETTINGS, VISION_GRIDS, case_for,
+                                          defect_cases, defect_term, document, verl_vision_installed, vision_defect,
+                                          vision_exact)
 from suite.accounting.counters import BWD, COUNTERS, FWD, INSTALLED, verl_flops, verl_flops_module
 from suite.accounting.specs import PATH_RECIPE, catalog_names, lookup, read_entry, spec_for
 from suite.accounting.pricing import phase_flops
@@ -49,6 +51,66 @@ def test_conformance_page_is_regenerated_byte_for_byte_and_shows_the_defects():
     assert [s for s, _ in signs] == [False, True, True, False]
     assert "head_dim from hidden_size" in signs[0][1] and "LM head at every position" in signs[1][1]
     assert "packed rows" in signs[2][1] and "not in verl's table: MFU 0" in signs[3][1]
+    # the fourth defect, the vision tower's (measured in test_verl_vision_over_count_is_the_merger_per_patch_token)
+    assert "| 4. vision layers over-counted |" in body and "charged per patch token, not per merged token" in body
+    assert "Not shown" not in page
+
+
+@needs_verl
+def test_verl_vision_over_count_is_the_merger_per_patch_token():
+    """verl#6903's fourth claim. The exact count of the vision tower is what torch's FlopCounterMode
+    counts on transformers' own Qwen3VLVisionModel (a tiny config on CPU, eager attention since
+    CPU SDPA counts 0; forward + backward, the convention of verl's 6·N; pixels take no gradient);
+    verl's installed `_estimate_qwen3_vit_flop` on the same config and images differs from it by
+    the named terms exactly, the merger one being the defect (x spatial_merge_size²)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLVisionConfig
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLVisionModel
+
+    default = Qwen3VLVisionConfig().to_dict()   # the page's case is transformers' default vision tower
+    assert {k: list(v) if isinstance(v, tuple) else v for k, v in default.items() if k in QWEN3_VL_VISION} \
+        == QWEN3_VL_VISION
+    tiny = dict(QWEN3_VL_VISION, depth=2, hidden_size=32, intermediate_size=48, num_heads=2, patch_size=4,
+                out_hidden_size=40, num_position_embeddings=64, deepstack_visual_indexes=[0])
+    grids = ((1, 4, 6), (1, 8, 4), (2, 4, 4))   # two images and a two-frame video (attention within each frame)
+    cfg = Qwen3VLVisionConfig(**tiny)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = Qwen3VLVisionModel(cfg)
+    patches = sum(t * h * w for t, h, w in grids)
+    pixels = torch.randn(patches, tiny["in_channels"] * tiny["temporal_patch_size"] * tiny["patch_size"] ** 2)
+    with FlopCounterMode(display=False) as fc:
+        out = model(pixels, grid_thw=torch.tensor(grids))
+        (out.pooler_output.sum() + sum(f.sum() for f in out.deepstack_features)).backward()
+    exact = vision_exact(tiny, grids)
+    assert fc.get_total_flops() == sum(exact.values())
+    counts = fc.get_flop_counts()
+    mergers = ["Qwen3VLVisionModel.merger"] + [f"Qwen3VLVisionModel.deepstack_merger_list.{i}"
+                                               for i in range(len(tiny["deepstack_visual_indexes"]))]
+    assert sum(sum(counts[m].values()) for m in mergers) == exact["mergers"]
+    assert sum(counts["Qwen3VLVisionModel.patch_embed"].values()) == exact["patch embedding"]
+    for c, g in ((tiny, grids), (QWEN3_VL_VISION, VISION_GRIDS)):
+        v = vision_defect(c, g)
+        terms = {t.part: t.flops for t in v.terms}
+        assert set(terms) == {"mergers", "patch embedding"}     # no "unexplained": verl's code read right
+        assert v.verl - v.exact_total == sum(terms.values())
+        assert terms["mergers"] == (c["spatial_merge_size"] ** 2 - 1) * v.exact["mergers"] > 0
+        assert terms["patch embedding"] == v.exact["patch embedding"] // 2
+    # what verl's FlopsCounter adds to a qwen3_vl step for these images, through its public entry
+    import json
+    from unittest import mock
+
+    from suite.accounting.counters import _hf_config, verl_flops_module
+
+    fcm = verl_flops_module()
+    hf = _hf_config(json.dumps({"model_type": "qwen3_vl", "vision_config": QWEN3_VL_VISION,
+                                "text_config": read_entry(lookup("Qwen3-4B"))}, sort_keys=True))
+    seqlens = [h * w for t, h, w in VISION_GRIDS for _ in range(t)]
+    with mock.patch.object(fcm, "get_device_flops", lambda *a, **k: 1.0):
+        counter = fcm.FlopsCounter(hf)
+        added = counter.estimate_flops([4096], 1.0, images_seqlens=seqlens)[0] - counter.estimate_flops([4096], 1.0)[0]
+    assert added * 1e12 == pytest.approx(verl_vision_installed(QWEN3_VL_VISION, VISION_GRIDS), rel=1e-9)
 
 
 @needs_verl
