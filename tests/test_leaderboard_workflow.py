@@ -180,13 +180,17 @@ def test_a_resubmitted_published_run_with_other_means_is_refused(repo):
     other.write_text(yaml.safe_dump(desc))
     doc = board.rebuild(other)
     assert doc["run"]["id"] == MAINTAINED and doc["sources"]["published"]["url"].startswith("https://")
-    assert not lb.errors_of(lb.validate(doc, base_dir=None))
-    with pytest.raises(lb.SubmissionRefused, match="BOARD-002"):
+    # Two defences: the validator holds a published run's means to the maintained description
+    # (PUB-005), and the board lists a published row only as a rebuild of it (BOARD-002,
+    # test_leaderboard.py checks it on its own).
+    assert {f.rule_id for f in lb.errors_of(lb.validate(doc, base_dir=None))} == {"PUB-005"}
+    with pytest.raises(lb.SubmissionRefused, match="PUB-005|BOARD-002"):
         lb.submit(_stage(repo["tmp"], "impostor", doc), subs)
     (subs / "impostor.json").write_text(json.dumps(doc))
     _commit(r, "a published run, with its means cut")
     check = race(r, "submit", "--check", "--base", "main")
-    assert check.returncode == 1 and "BOARD-002" in check.stdout and "impostor.json" in check.stdout
+    assert check.returncode == 1 and "impostor.json" in check.stdout
+    assert "PUB-005" in check.stdout, check.stdout      # the validation gate refuses it before the board's rules
     _branch(r, "same-id")
     twin = _example("paper-qwen1.5b-lora64-sparse-curve.json")
     twin["run"]["id"] = _example("paper-qwen1.5b-lora64-sparse.json")["run"]["id"]

@@ -53,9 +53,10 @@ DESCRIBED = {
 """What the run description must supply, and why the log cannot."""
 
 
-def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, float]], list[dict]]:
+def read_mllog(path: str | Path, keep: frozenset[str] | None = None) \
+        -> tuple[dict[str, Any], dict[int, dict[str, float]], list[dict]]:
     """The events of an MLLOG file: (single values by key, tracked_stats merged per step, the
-    block_stop and eval_accuracy events). Lines without the `:::MLLOG ` prefix (the job's other
+    events named in `keep` (default KEPT_EVENTS: block_stop and eval_accuracy)). Lines without the `:::MLLOG ` prefix (the job's other
     output) are skipped; a malformed field is refused naming its line; at most
     limits.MAX_IMPORT_STEPS training steps (streamed: memory stays bounded)."""
     path = Path(path)
@@ -65,7 +66,8 @@ def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, fl
 
     values: dict[str, Any] = {}
     stats: dict[int, dict[str, float]] = {}
-    events: list[dict] = []     # only the events the import reads again (KEPT_EVENTS): memory stays bounded
+    keep = KEPT_EVENTS if keep is None else keep
+    events: list[dict] = []     # only the events the caller reads again (`keep`): memory stays bounded
     seen = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):
@@ -92,10 +94,10 @@ def read_mllog(path: str | Path) -> tuple[dict[str, Any], dict[int, dict[str, fl
             step = meta.get("step")
             if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
                 raise RaceError(f"{path}:{n}: field 'metadata.step' = {_short(step)} is not a step number")
-            if ev["key"] in KEPT_EVENTS:
+            if ev["key"] in keep:
                 if len(events) >= 4 * MAX_IMPORT_STEPS:
-                    raise RaceError(f"{path}:{n}: more than {4 * MAX_IMPORT_STEPS:,} {ev['key']} events",
-                                    "real MLPerf logs have one a block; check the log")
+                    raise RaceError(f"{path}:{n}: more than {4 * MAX_IMPORT_STEPS:,} events of {', '.join(sorted(keep))}",
+                                    "more than a real MLPerf log holds; check the log")
                 events.append(ev)
             if ev["key"] == "tracked_stats" and isinstance(ev.get("value"), dict) and step is not None:
                 if "samples_count" in meta:  # training stats; validation_time has no samples_count

@@ -54,7 +54,7 @@ def _value(ev: dict, where: str) -> float:
 def node_energy(path: str | Path) -> NodeEnergy:
     """The energy of one node's power log, integrated as the result summarizer does."""
     path = Path(path)
-    _, _, events = read_mllog(path)
+    _, _, events = read_mllog(path, keep=frozenset({START, STOP, READING, EFF}))
     events = sorted((e for e in events if isinstance(e.get("time_ms"), (int, float))), key=lambda e: e["time_ms"])
     start = next((e["time_ms"] for e in events if e["key"] == START), None)
     if start is None:
