@@ -92,3 +92,16 @@ def test_old_spellings_give_the_same_bytes(tmp_path, capsys):
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and '"engine_profile": "trl-vllm"' in outs[0]
     assert main([*base, "--format", "json"]) == 0 and '"engine_profile": "trl-vllm"' not in capsys.readouterr().out
+
+
+def test_validate_writes_the_same_sarif_through_out_and_its_old_spelling(tmp_path):
+    """`race validate --format sarif` (what docs/ci.md's workflow runs): --out, -o and the
+    deprecated --output write the same bytes."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "schemas" / "examples" / "valid"
+    for flag in ("--out", "-o", "--output"):
+        assert main(["validate", str(examples), "--format", "sarif", flag, str(tmp_path / f"{flag}.sarif")]) == 0
+    first = (tmp_path / "--out.sarif").read_bytes()
+    assert b'"version": "2.1.0"' in first
+    assert first == (tmp_path / "-o.sarif").read_bytes() == (tmp_path / "--output.sarif").read_bytes()
