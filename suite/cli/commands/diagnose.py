@@ -17,7 +17,7 @@ def configure(p):
                    help="folder searched recursively for run folders holding a report.json (report v1) "
                         "with evaluations")
     add_out(p, metavar="OUT", default=None,
-                   help="folder for race.json and race.md (default: DIR)")
+            help="folder for race.json and race.md (default: DIR)")
     p.add_argument("--feedback-threshold", type=float, default=FEEDBACK_THRESHOLD, metavar="SHARE",
                    help="reward FLOP share above which a condition is called feedback-heavy "
                         f"(default {FEEDBACK_THRESHOLD})")

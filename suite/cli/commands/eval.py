@@ -21,7 +21,7 @@ def configure(p):
                    help="score this base model folder without an adapter (the reference row) instead of a run; "
                         "needs --out")
     add_out(p, metavar="DIR",
-                   help="with --base: folder for evaluations.json and the per-sample logs (DIR/eval/)")
+            help="with --base: folder for evaluations.json and the per-sample logs (DIR/eval/)")
     p.add_argument("--targets", nargs="+", default=list(DEFAULT_TARGETS), metavar="TARGET",
                    help="targets to score (default: %(default)s); known: "
                         + "; ".join(f"{t.name} ({t.description})" for t in TARGETS.values()))

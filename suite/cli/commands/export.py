@@ -34,8 +34,8 @@ def configure(p):
                    help="also compose the overrides against verl's packaged config with Hydra (needs the "
                         "verl extra: pip install -e '.[verl]' and pip install --no-deps verl==0.9.1)")
     add_side_output(p, "--write-data", metavar="DIR",
-                   help="also convert the cell's dataset (found here) into verl's RL parquet format as "
-                        "DIR/train.parquet and point data.train_files/val_files at it (unless given)")
+                    help="also convert the cell's dataset (found here) into verl's RL parquet format as "
+                         "DIR/train.parquet and point data.train_files/val_files at it (unless given)")
     p.add_argument("--overrides-only", action="store_true",
                    help="print one Hydra override per line instead of the shell command")
     return run

@@ -28,9 +28,9 @@ def configure(p):
                help="with --headline: text (default) or the Markdown table docs/findings.md holds")
     add_out(p, metavar="OUT", help="where the findings go (default: DIR)")
     add_side_output(p, "--export", metavar="DEST",
-                   help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
-                        "compressed file, with study.json — a folder small enough to commit — then write the findings "
-                        "there")
+                    help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
+                         "compressed file, with study.json — a folder small enough to commit — then write the findings "
+                         "there")
     p.add_argument("--trimmed", action="store_true",
                    help="with --export: the reports and trimmed logs as run folders instead of one compressed file")
     p.add_argument("--check", action="store_true",

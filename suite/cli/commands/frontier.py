@@ -16,7 +16,7 @@ def configure(p):
                    help="folder searched recursively for run folders holding a report.json (report v1) "
                         "with evaluations")
     add_out(p, metavar="OUT", default=None,
-                   help="where to write frontier.md and the plots (default: DIR/frontier)")
+            help="where to write frontier.md and the plots (default: DIR/frontier)")
     p.add_argument("--no-plots", action="store_true",
                    help="write the tables only (skips matplotlib, which takes about a second)")
     add_format(p, ("text", "json"),

@@ -27,8 +27,9 @@ def configure(p):
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
                         "step, mu, beta (the log does not say them); relative paths resolve from its own folder, "
                         "and paths that are not here (the cluster's) are not checked")
-    add_out(p, metavar="DIR", help="folder for ledger.jsonl, report.json and comparison.json "
-                                 "(default: race-import/ beside the log)")
+    add_out(p, metavar="DIR",
+            help="folder for ledger.jsonl, report.json and comparison.json "
+                 "(default: race-import/ beside the log)")
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
     p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
                                                      "which logged keys give tokens, steps and phase seconds")

@@ -23,7 +23,7 @@ def configure(p):
     b.add_argument("--submissions", metavar="DIR", type=Path, default=Path(DEFAULT_SUBMISSIONS),
                    help=f"folder of submitted report files, one *.json per run (default: {DEFAULT_SUBMISSIONS})")
     add_out(b, metavar="SITE", type=Path, required=True,
-                   help="folder to write the site into (created if missing; open SITE/index.html in a browser)")
+            help="folder to write the site into (created if missing; open SITE/index.html in a browser)")
     b.add_argument("--no-validate", action="store_true",
                    help="list files without running the validator (only schema-readable files are shown); "
                         "for previews, never for publishing")

@@ -17,8 +17,8 @@ def configure(p):
                 "frontier/, race.json + race.md and site/index.html. Rerun to resume: evaluated cells are "
                 "skipped. What each output means: docs/quickstart.md.")
     add_out(p, default="runs/quickstart", metavar="DIR",
-                   help="output folder (default: %(default)s): grid.json, cells/<cell>/, frontier/, race.json, "
-                        "race.md, submissions/, site/")
+            help="output folder (default: %(default)s): grid.json, cells/<cell>/, frontier/, race.json, "
+                 "race.md, submissions/, site/")
     p.add_argument("--grid", metavar="GRID.yaml",
                    help="run this grid file instead of tasks/grids/quickstart.yaml (same format as `race grid`)")
     p.add_argument("--limit", type=int, metavar="N",

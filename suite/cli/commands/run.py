@@ -16,8 +16,8 @@ def configure(p):
                    help="cell YAML file (e.g. tasks/cells/s-sparse.yaml); optional with --resume, "
                         "which reads DIR/cell.yaml")
     add_out(p, metavar="DIR", default=None,
-                   help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
-                        "(default: runs/<cell name>)")
+            help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
+                 "(default: runs/<cell name>)")
     p.add_argument("--resume", metavar="DIR", nargs="?", const=True, default=None,
                    help="continue the run in DIR (or in --out) from its last checkpoint; ledger lines after "
                         "that checkpoint move to ledger.discarded.jsonl so no step is counted twice")

@@ -18,7 +18,7 @@ def configure(p):
     p.add_argument("name", nargs="?", choices=list(PUBLISHED), metavar="NAME",
                    help=f"one of {', '.join(PUBLISHED)} (default: list them)")
     add_out(p, metavar="FILE", default=None,
-                   help="write the schema to FILE (atomically) instead of standard output")
+            help="write the schema to FILE (atomically) instead of standard output")
     return run
 
 

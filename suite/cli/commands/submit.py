@@ -41,7 +41,7 @@ def configure(p):
     g.add_argument("--published", metavar="DIR", default=DEFAULT_PUBLISHED,
                    help=f"with --check: the maintained run descriptions, relative to --repo (default: {DEFAULT_PUBLISHED})")
     add_side_output(g, "--sarif", metavar="FILE", type=Path,
-                   help="with --check: also write the findings as SARIF 2.1.0 (for code-scanning annotations)")
+                    help="with --check: also write the findings as SARIF 2.1.0 (for code-scanning annotations)")
     p.epilog = ("exit status: 0 submitted (or, with --check, accepted), 1 refused, 2 unreadable input or usage error. "
                 "A first submission end to end: docs/leaderboard.md")
     return run
