@@ -372,7 +372,7 @@ def param_counts(ctx) -> Iterable[Issue]:
             if key in m and m[key] != want:
                 has = f"{want:,}" if want is not None else "none (the traced path derives no active parameters)"
                 yield Issue(f"{where}.{key}", f"{key} {m[key]:,} but the spec of {m['name']!r} has {has}",
-                            "copy the counts from `race flops --format json` (the report's model block)")
+                            "copy the counts from `race flops --json` (the report's model block)")
 
 
 @rule("PHYS-007", title="model spec differs from the catalog model it names",
@@ -400,7 +400,7 @@ def catalog_identity(ctx) -> Iterable[Issue]:
         d = m["spec"]
         if cat is None and traced_cat is None:
             continue
-        fix = f"carry the catalog's spec (race flops --model {name} --format json), or rename the model"
+        fix = f"carry the catalog's spec (race flops --model {name} --json), or rename the model"
         if traced_cat is not None:
             diff = ["a recipe spec for a model priced by the traced path"] if not is_traced(d) else \
                 config_differences(d["config"], traced_cat)
