@@ -105,3 +105,17 @@ def test_validate_writes_the_same_sarif_through_out_and_its_old_spelling(tmp_pat
     first = (tmp_path / "--out.sarif").read_bytes()
     assert b'"version": "2.1.0"' in first
     assert first == (tmp_path / "-o.sarif").read_bytes() == (tmp_path / "--output.sarif").read_bytes()
+
+
+def test_report_format_names_the_form_for_each_mode(capsys):
+    """race report's one --format: a report's forms (json default) when building or tabling, text
+    (default) or json with --predict-hours; the wrong pairing is one line with the fix, exit 2."""
+    from pathlib import Path
+
+    example = str(Path(__file__).resolve().parents[1] / "schemas" / "examples" / "valid" /
+                  "paper-qwen1.5b-lora64-sparse.json")
+    assert main(["report", example, "--format", "text"]) == 2
+    assert "--format text goes with --predict-hours" in capsys.readouterr().err
+    assert main(["report", "--predict-hours", example, "--format", "markdown"]) == 2
+    assert "--predict-hours prints text or json, not markdown" in capsys.readouterr().err
+    assert main(["report", example, "--format", "markdown"]) == 0 and capsys.readouterr().out.startswith("| run |")
