@@ -27,7 +27,7 @@ def _race_flops(model: str) -> str:
     modelspec._layer.cache_clear()
     with contextlib.redirect_stdout(io.StringIO()) as out:
         code = main(["flops", "--model", model, "--lora-rank", "64", "--num-iterations", "2", "--beta", "0.04",
-                     "--steps", "500", "--engine", "trl-vllm", "--json"])
+                     "--steps", "500", "--engine-profile", "trl-vllm", "--format", "json"])
     assert code == 0
     return out.getvalue()
 

@@ -60,7 +60,7 @@ def test_vendored_schema_is_the_oasis_one():
 def test_sarif_of_every_example_is_valid_sarif_2_1_0(tmp_path):
     out = tmp_path / "all.sarif"
     r = subprocess.run([sys.executable, "-m", "suite.cli", "validate", str(EXAMPLES), "--format", "sarif",
-                        "--output", str(out)], capture_output=True, text=True, timeout=300)
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stderr       # the invalid examples include unreadable input
     doc = json.loads(out.read_text())
     assert sarif_problems(doc) == []

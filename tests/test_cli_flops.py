@@ -21,8 +21,8 @@ def run(capsys, *argv):
 def test_flops_json_agrees_with_step_flops(capsys):
     code, out, _ = run(capsys, "flops", "--model", "Qwen2.5-1.5B-Instruct", "--lora-rank", "64", "--group-size", "2",
                        "--prompts-per-step", "8", "--prompt-tokens", "300", "--completion-tokens", "700.5",
-                       "--num-iterations", "2", "--beta", "0.04", "--steps", "10", "--engine", "trl",
-                       "--attention", "causal", "--json")
+                       "--num-iterations", "2", "--beta", "0.04", "--steps", "10", "--engine-profile", "trl",
+                       "--attention", "causal", "--format", "json")
     assert code == 0
     d = json.loads(out)
     s = step_flops(spec_for("Qwen2.5-1.5B-Instruct"), Adapter.from_rank(64),
@@ -47,7 +47,7 @@ def test_flops_flags_move_the_numbers_the_right_way(capsys):
     assert total("--lora-rank", "0")["update"] > base["update"]
     assert total("--lora-targets", "q_proj,v_proj")["update"] < base["update"]
     assert total("--attention", "full")["rollout"] > base["rollout"]
-    assert total("--engine", "generic")["update"] < base["update"]
+    assert total("--engine-profile", "generic")["update"] < base["update"]
     assert total("--reward-model", "Qwen2.5-Math-PRM-7B")["reward"] > 0 == base["reward"]
     assert total("--num-iterations", "2")["update"] > 2 * base["update"]  # plus the old-policy forward
 
@@ -62,7 +62,7 @@ def test_flops_from_a_config_path_and_the_table(tmp_path, capsys):
 
 
 def test_plan_divides_the_budget(capsys):
-    code, out, _ = run(capsys, "plan", "--budget", "1e18", "--json")
+    code, out, _ = run(capsys, "plan", "--budget", "1e18", "--format", "json")
     assert code == 0
     from suite.accounting.specs import catalog_names, spec_for
 
@@ -85,7 +85,7 @@ def test_plan_divides_the_budget(capsys):
     (["flops", "--model", "Qwen2.5-7B-Instruct", "--completion-tokens", "1e12"], "absurd"),
     (["flops", "--model", "Qwen2.5-7B-Instruct", "--completion-tokens", "nan"], "not a finite number"),
     (["flops", "--model", "Qwen2.5-7B-Instuct"], "closest catalog names: Qwen2.5-7B-Instruct"),
-    (["flops", "--model", "Qwen2.5-7B-Instruct", "--engine", "megatron"], "unknown engine profile"),
+    (["flops", "--model", "Qwen2.5-7B-Instruct", "--engine-profile", "megatron"], "unknown engine profile"),
     (["flops", "--model", "Qwen2.5-7B-Instruct", "--attention", "sparse"], "invalid choice"),
     (["flops", "--model", "Qwen2.5-7B-Instruct", "--lora-targets", "lm_head"], "unknown LoRA target"),
     (["flops", "--model", "Qwen2.5-7B-Instruct", "--group-size", "0"], "group_size must be a positive integer"),
@@ -112,5 +112,5 @@ def test_help_is_complete():
     assert out.returncode == 0
     for flag in ("--model", "--config", "--lora-rank", "--lora-targets", "--group-size", "--prompts-per-step",
                  "--prompt-tokens", "--completion-tokens", "--num-iterations", "--beta", "--gradient-checkpointing",
-                 "--no-gradient-checkpointing", "--reward-model", "--steps", "--engine", "--attention", "--json"):
+                 "--no-gradient-checkpointing", "--reward-model", "--steps", "--engine-profile", "--attention", "--format", "--json"):
         assert flag in out.stdout

@@ -173,7 +173,7 @@ def test_race_compare_names_every_difference(capsys):
         assert why in out
     code, out, _ = run(capsys, "compare", "--model", "Qwen2.5-7B", "--lora-rank", "64", "--prompts-per-step", "4",
                        "--layout", "padded", "--num-iterations", "2", "--beta", "0.04", "--gradient-checkpointing",
-                       "--json")
+                       "--format", "json")
     d = json.loads(out)
     exact_total = sum(p["flops"] for p in d["exact"].values())
     assert d["exact"]["old-policy forward"]["flops"] > 0 and d["exact"]["reference forward"]["flops"] > 0

@@ -81,7 +81,7 @@ def test_predict_hours_leave_one_out_prints_stated_predicted_low_high(capsys):
     from tools import cost
 
     rep = next(r for r in cost.published_reports() if r.run_id == "simplerl-zoo-qwen2.5-7b")
-    code, out, _ = run(capsys, "report", "--predict-hours", "--leave-one-out", str(rep.path), "--json")
+    code, out, _ = run(capsys, "report", "--predict-hours", "--leave-one-out", str(rep.path), "--format", "json")
     assert code == 0
     d = json.loads(out)
     assert set(d) >= {"stated", "predicted", "low", "high"} and d["stated"] == 240.0
@@ -89,7 +89,7 @@ def test_predict_hours_leave_one_out_prints_stated_predicted_low_high(capsys):
     row = next(r for r in cost.loo_rows(cost.published_reports(), cost.records()) if r["run"] == rep.run_id)
     assert d["predicted"] == pytest.approx(row["predicted"]) and d["inside"] == row["inside"]
     # Without leave-one-out the run's own record is in the fit: a different prediction.
-    code, out, _ = run(capsys, "report", "--predict-hours", str(rep.path), "--json")
+    code, out, _ = run(capsys, "report", "--predict-hours", str(rep.path), "--format", "json")
     assert json.loads(out)["predicted"] != pytest.approx(d["predicted"])
 
 
@@ -102,7 +102,7 @@ def test_plan_prints_hours_and_cost_per_phase_with_a_range(capsys):
     assert "Qwen2.5-7B on 16 x H100-SXM" in out and "cost at 2.5 per accelerator-hour" in out
     for ph in ("rollout", "update", "reward"):
         assert any(line.startswith(ph) and "-" in line for line in out.splitlines()[-8:]), ph
-    code, out, _ = run(capsys, *args, "--json")
+    code, out, _ = run(capsys, *args, "--format", "json")
     c = json.loads(out)["rows"][0]["cost"]
     hours = c["accelerator_hours"]
     assert hours["low"] < hours["seconds"] < hours["high"]
@@ -115,7 +115,7 @@ def test_plan_prints_hours_and_cost_per_phase_with_a_range(capsys):
     assert c["fit"]["regime"] == "dense" and c["fit"]["n"] == len(dense) >= 11
     # Twice the accelerators: the compute-bound update halves; the memory-bound decode does not (each
     # replica still reads its weights once per decode iteration): the roofline, not a constant rate.
-    code, out, _ = run(capsys, *[a if a != "16" else "32" for a in args], "--json")
+    code, out, _ = run(capsys, *[a if a != "16" else "32" for a in args], "--format", "json")
     c2 = json.loads(out)["rows"][0]["cost"]["phases"]
     assert c2["update"]["seconds"] == pytest.approx(c["phases"]["update"]["seconds"] / 2)
     assert c2["rollout"]["seconds"] > 0.75 * c["phases"]["rollout"]["seconds"]

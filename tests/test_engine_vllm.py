@@ -91,7 +91,7 @@ def test_race_flops_selects_it(capsys):
     out = {}
     for e in ("trl", "trl-vllm", "trl-vllm-no-is"):
         capsys.readouterr()
-        assert main([*base, "--engine", e]) == 0
+        assert main([*base, "--engine-profile", e]) == 0
         out[e] = json.loads(capsys.readouterr().out)
     assert out["trl-vllm"]["engine_profile"] == "trl-vllm"
     # K = 8 completions share each 256-token prompt

@@ -218,7 +218,7 @@ def test_race_flops_config_dir_equals_flopcountermode(tmp_path, flops_json, mode
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config(model_type, HELD_OUT[model_type])))
     d = flops_json(["--config", str(folder), "--lora-rank", str(rank), "--group-size", "2", "--prompts-per-step", "2",
-                    "--prompt-tokens", "9", "--completion-tokens", "7", "--engine", "trl-cpu", "--attention", "full"])
+                    "--prompt-tokens", "9", "--completion-tokens", "7", "--engine-profile", "trl-cpu", "--attention", "full"])
     passes = {p["pass"]: p["flops"] for p in d["per_step"]["passes"]}
     spec, adapter = spec_for(str(folder)), Adapter.from_rank(rank)
     generated = measure_generate(add_lora(build_model(spec, "cpu"), adapter).eval(), [9] * 4, [7] * 4)
@@ -422,7 +422,7 @@ def test_every_family_is_registered_and_tested():
 
 def test_race_plan_says_active_parameters_buy_tokens_and_total_parameters_set_memory(flops_json, capsys):
     capsys.readouterr()
-    assert main(["plan", "--budget", "1e19", "--models", "Qwen3-30B-A3B,Qwen3-4B", "--engine", "trl-vllm", "--json"]) == 0
+    assert main(["plan", "--budget", "1e19", "--models", "Qwen3-30B-A3B,Qwen3-4B", "--engine-profile", "trl-vllm", "--json"]) == 0
     moe, dense = json.loads(capsys.readouterr().out)["rows"]
     spec = spec_for("Qwen3-30B-A3B")
     assert (moe["params_active"], moe["params_total"]) == (spec.params_active, spec.params_total)

@@ -67,17 +67,17 @@ def _race(site: Path, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProce
 
 
 def test_race_flops_prices_under_the_plugins_engine_profile(plugin, capsys):
-    r = _race(plugin["good"], *FLOPS, "--engine", "acme")
+    r = _race(plugin["good"], *FLOPS, "--engine-profile", "acme")
     assert r.returncode == 0, r.stderr
     acme = json.loads(r.stdout)
-    assert main([*FLOPS, "--engine", "generic"]) == 0          # this process has no plugin
+    assert main([*FLOPS, "--engine-profile", "generic"]) == 0          # this process has no plugin
     generic = json.loads(capsys.readouterr().out)
     assert acme["engine_profile"] == "acme"
     # Acme's profile prefills each prompt once for its K = 4 completions; the generic one K times.
     assert 4 * acme["per_step"]["tokens"]["rollout_prompt"] == generic["per_step"]["tokens"]["rollout_prompt"]
     assert acme["per_step"]["flops"]["rollout"] < generic["per_step"]["flops"]["rollout"]
     assert acme["per_step"]["flops"]["update"] == generic["per_step"]["flops"]["update"]
-    assert main([*FLOPS, "--engine", "acme"]) == 2
+    assert main([*FLOPS, "--engine-profile", "acme"]) == 2
     assert "unknown engine profile 'acme'" in capsys.readouterr().err
 
 

@@ -384,7 +384,7 @@ def test_race_flops_and_estimates_take_the_schedule(tmp_path, capsys):
     from suite.cli import main
 
     def flops(*extra):
-        assert main(["flops", "--model", "Qwen2.5-1.5B-Instruct", "--engine", "trl", "--json", *extra]) == 0
+        assert main(["flops", "--model", "Qwen2.5-1.5B-Instruct", "--engine-profile", "trl", "--json", *extra]) == 0
         return json.loads(capsys.readouterr().out)
 
     aligned = flops("--steps-per-generation", "4", "--gradient-accumulation-steps", "4")

@@ -161,7 +161,7 @@ ENGINES: Registry[EngineProfile] = Registry("engine profile", loader=_load, grou
 def engine(name: str):
     """Register an EngineProfile subclass under `name` (an instance lands in ENGINES).
 
-    Args: `name`, the profile's name (reports' accounting.engine_profile, `race flops --engine`).
+    Args: `name`, the profile's name (reports' accounting.engine_profile, `race flops --engine-profile`).
     Returns the class decorator, which returns the class unchanged.
     """
 

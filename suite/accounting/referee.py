@@ -205,7 +205,7 @@ def render(case: Case, passes: dict, verdicts: list[Verdict]) -> str:
 
 
 def to_json(case: Case, passes: dict, verdicts: list[Verdict]) -> dict:
-    """`race compare --json`."""
+    """`race compare --format json`."""
     return {"case": case.describe(), "profile": case.profile,
             "exact": {p: {"flops": sum(v.values()), "parts": v} for p, v in passes.items()},
             "engines": [{"name": v.counter.name, "title": v.counter.title, "origin": v.figure.ran or v.counter.origin,

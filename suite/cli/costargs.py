@@ -1,24 +1,10 @@
-"""The flags `race plan` and `race flops` share for time and money (--hardware, --gpus,
---price-per-gpu-hour), and what they add to each command's output: every phase's roofline
-floor, predicted wall hours with their range, and the cost (suite.analysis.cost)."""
+"""What the time-and-money flags of `race plan` and `race flops` (--hardware, --gpus,
+--price-per-gpu-hour; built by suite/cli/args.add_cost) add to each command's output: every
+phase's roofline floor, predicted wall hours with their range, and the cost (suite.analysis.cost)."""
 
 from __future__ import annotations
 
-import argparse
-
 from ..errors import RaceError
-
-
-def add_cost_arguments(p: argparse.ArgumentParser) -> None:
-    """--hardware NAME --gpus N [--price-per-gpu-hour X]."""
-    g = p.add_argument_group("time and cost (docs/cost.md)")
-    g.add_argument("--hardware", metavar="NAME", default=None,
-                   help="accelerator from the hardware table (H100-SXM, H200, A100-SXM-80GB, B200, GB300, MI300X, "
-                        "L40S, A40, ...): predict wall hours per phase from roofline floors and the efficiency "
-                        "fitted on runs that state their time")
-    g.add_argument("--gpus", type=int, default=None, metavar="N", help="accelerators the run holds (with --hardware)")
-    g.add_argument("--price-per-gpu-hour", type=float, default=None, metavar="X",
-                   help="your price of one accelerator-hour: adds the cost per phase with its range")
 
 
 def cost_fields(policy, d: dict, steps: int, args) -> dict:
@@ -74,4 +60,4 @@ def cost_lines(name: str, cost: dict | None) -> list[str]:
     return lines
 
 
-__all__ = ["add_cost_arguments", "cost_fields", "cost_lines"]
+__all__ = ["cost_fields", "cost_lines"]

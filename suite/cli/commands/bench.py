@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from .. import command
+from ..args import add_out
 from ...errors import RaceError
 
 
@@ -40,8 +41,7 @@ def configure(p):
                         "(default: the gate's, 100, i.e. twice as slow; speed-ups never fail)")
     p.add_argument("--no-time", action="store_true",
                    help="skip the time check (judge FLOPs, tokens, steps, rewards and pass@1 only)")
-    p.add_argument("--json", metavar="FILE", default=None,
-                   help="also keep the run's pytest-benchmark JSON here")
+    add_out(p, default=None, help="also keep the run's pytest-benchmark JSON in FILE")
     return run
 
 
@@ -116,8 +116,8 @@ def run(args) -> int:
                 print(f"race bench: the reference suite failed (pytest exit {rc}); see its output above",
                       file=sys.stderr)
                 return 1
-            if args.json:
-                shutil.copyfile(out, args.json)
+            if args.out:
+                shutil.copyfile(out, args.out)
             now = bench.load_run_json(out)
 
     rates = ("\nachieved (ceiling: fp32 matmuls at the cells' threads, measured around each cell):\n"

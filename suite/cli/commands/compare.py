@@ -8,6 +8,7 @@ import argparse
 import json
 
 from suite.cli import command
+from suite.cli.args import add_format, add_grpo, add_lora, add_model, add_side_output
 from suite.errors import RaceError
 
 
@@ -75,31 +76,26 @@ def configure(p: argparse.ArgumentParser):
                 "prime-rl and vLLM's MFU metrics transcribed from their code at a cited commit (not run); 6·N·T. "
                 "Exact: the suite's pricing under the layout's engine profile (padded: trl, packed: verl). "
                 "docs/conformance.md explains every column.")
-    m = p.add_mutually_exclusive_group(required=True)
-    m.add_argument("--model", metavar="NAME", help="catalog model (race flops --list-models), e.g. Qwen2.5-7B-Instruct")
-    m.add_argument("--config", metavar="PATH", help="a Hugging Face config.json (or its folder), as the engines read it")
-    m.add_argument("--conformance", metavar="MD", help="write the conformance matrix into this page's generated block "
-                                                       "(docs/conformance.md) and exit")
+    m = add_model(p, config_help="a Hugging Face config.json (or its folder), as the engines read it")
+    add_side_output(m, "--conformance", metavar="MD",
+                    help="write the conformance matrix into this page's generated block (docs/conformance.md) and exit")
     p.add_argument("--check", action="store_true", help="with --conformance: exit 1 if the page's matrix is stale")
-    p.add_argument("--lora-rank", type=int, default=64, metavar="R", help="LoRA rank; 0: full fine-tuning (default 64)")
-    p.add_argument("--group-size", type=int, default=4, metavar="K", help="completions per prompt (default 4)")
-    p.add_argument("--prompts-per-step", type=int, default=16, metavar="B", help="prompts per batch (default 16)")
-    p.add_argument("--prompt-tokens", type=int, default=512, metavar="P",
-                   help="mean prompt tokens (prompts spread over 0.75P..1.25P; default 512)")
-    p.add_argument("--completion-tokens", type=int, default=1024, metavar="C",
-                   help="mean completion tokens (spread over C(1 ± spread); default 1024)")
+    add_lora(p, alpha_targets=False)
+    add_grpo(p, group_size=4, prompts_per_step=16, prompt_tokens=512, completion_tokens=1024, token_type=int,
+             checkpointing=False,
+             helps={"prompt_tokens": "mean prompt tokens (prompts spread over 0.75P..1.25P; default 512)",
+                    "completion_tokens": "mean completion tokens (spread over C(1 ± spread); default 1024)",
+                    "gradient_checkpointing": "recompute activations in the backward (a term: MFU counters leave it "
+                                              "out; default off)"})
     p.add_argument("--spread", type=float, default=0.5, help="relative spread of completion lengths (default 0.5)")
-    p.add_argument("--num-iterations", type=int, default=1, metavar="MU", help="updates per batch, mu (default 1)")
-    p.add_argument("--beta", type=float, default=0.0, help="KL coefficient; non-zero runs the reference forward")
     p.add_argument("--layout", choices=LAYOUTS, default="packed",
                    help="padded (one padded row per sequence, exact: trl profile) or packed (no padding, exact: "
                         "verl profile); default packed")
     p.add_argument("--pack-tokens", type=int, default=0, metavar="N",
                    help="packed: sequences share rows of up to N tokens, which the counters see as one sequence")
-    p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=False,
-                   help="recompute activations in the backward (a term: MFU counters leave it out; default off)")
-    p.add_argument("--engines", metavar="LIST", default=None, help="comma-separated counters (default: all)")
-    p.add_argument("--json", action="store_true", help="print JSON for machines")
+    p.add_argument("--engines", metavar="LIST", default=None,
+                   help="comma-separated engines whose counters run (default: all)")
+    add_format(p, ("text", "json"), help="text: the table (default); json: the same for machines")
 
     def run(args) -> int:
         if args.check and not args.conformance:
@@ -114,7 +110,7 @@ def configure(p: argparse.ArgumentParser):
             COUNTERS[n]   # an unknown name is one line naming the known ones
         case = _case(args)
         passes, verdicts = judge_all(case, names)
-        print(json.dumps(to_json(case, passes, verdicts), indent=2) if args.json else render(case, passes, verdicts))
+        print(json.dumps(to_json(case, passes, verdicts), indent=2) if args.format == "json" else render(case, passes, verdicts))
         return 0
 
     return run

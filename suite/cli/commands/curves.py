@@ -4,6 +4,7 @@ runs (ScaleRL's saturating form), with bootstrap intervals; refuses curves too s
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.errors import RaceError
 
 
@@ -19,7 +20,7 @@ def configure(p):
     p.add_argument("runs", nargs="+", metavar="RUNS", help="run folders, or folders of them")
     p.add_argument("--budget", type=float, metavar="FLOPS", help="extrapolate every fitted curve to this training "
                                                                   "budget, with its interval")
-    p.add_argument("--out", metavar="OUT", help="where curves.json and the figure go (default: the first RUNS folder)")
+    add_out(p, metavar="OUT", help="where curves.json and the figure go (default: the first RUNS folder)")
     p.add_argument("--metric", nargs="+", default=None, metavar="METRIC",
                    help="metrics to fit (default: pass@1 process_judge; native_reward is each reward's own scale)")
     p.add_argument("--replicates", type=int, default=1000, metavar="N", help="bootstrap replicates (default 1000)")

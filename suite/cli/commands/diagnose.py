@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.args import add_out
 
 
 @command("diagnose", help="RACE (Reward-Aware Compute Allocation) on a pilot grid: per condition, fit "
@@ -15,8 +16,8 @@ def configure(p):
     p.add_argument("directory", metavar="DIR",
                    help="folder searched recursively for run folders holding a report.json (report v1) "
                         "with evaluations")
-    p.add_argument("--out", metavar="OUT", default=None,
-                   help="folder for race.json and race.md (default: DIR)")
+    add_out(p, metavar="OUT", default=None,
+            help="folder for race.json and race.md (default: DIR)")
     p.add_argument("--feedback-threshold", type=float, default=FEEDBACK_THRESHOLD, metavar="SHARE",
                    help="reward FLOP share above which a condition is called feedback-heavy "
                         f"(default {FEEDBACK_THRESHOLD})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.errors import RaceError
 
 
@@ -19,8 +20,8 @@ def configure(p):
     p.add_argument("--base", metavar="MODEL",
                    help="score this base model folder without an adapter (the reference row) instead of a run; "
                         "needs --out")
-    p.add_argument("--out", metavar="DIR",
-                   help="with --base: folder for evaluations.json and the per-sample logs (DIR/eval/)")
+    add_out(p, metavar="DIR",
+            help="with --base: folder for evaluations.json and the per-sample logs (DIR/eval/)")
     p.add_argument("--targets", nargs="+", default=list(DEFAULT_TARGETS), metavar="TARGET",
                    help="targets to score (default: %(default)s); known: "
                         + "; ".join(f"{t.name} ({t.description})" for t in TARGETS.values()))

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from suite.cli import command
+from suite.cli.args import add_side_output
 
 
 @command("export", help="print the launch command that runs a cell on another engine (verl)")
@@ -32,9 +33,9 @@ def configure(p):
     p.add_argument("--check", action="store_true",
                    help="also compose the overrides against verl's packaged config with Hydra (needs the "
                         "verl extra: pip install -e '.[verl]' and pip install --no-deps verl==0.9.1)")
-    p.add_argument("--write-data", metavar="DIR",
-                   help="also convert the cell's dataset (found here) into verl's RL parquet format as "
-                        "DIR/train.parquet and point data.train_files/val_files at it (unless given)")
+    add_side_output(p, "--write-data", metavar="DIR",
+                    help="also convert the cell's dataset (found here) into verl's RL parquet format as "
+                         "DIR/train.parquet and point data.train_files/val_files at it (unless given)")
     p.add_argument("--overrides-only", action="store_true",
                    help="print one Hydra override per line instead of the shell command")
     return run

@@ -4,6 +4,7 @@ its reports and per-sample logs: claims (a)-(f) with verdicts, intervals, RACE o
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.args import add_format, add_out, add_side_output
 from suite.errors import RaceError
 
 
@@ -23,13 +24,13 @@ def configure(p):
                    help="print the current verdict of each claim (a)-(f): the latest export whose design names the "
                         "claim decides it, with the number behind it, its interval and the rule; the other exports' "
                         "verdicts beside it (the first table of docs/findings.md)")
-    p.add_argument("--format", choices=("text", "markdown"), default="text",
-                   help="with --headline: text (default) or the Markdown table docs/findings.md holds")
-    p.add_argument("--out", metavar="OUT", help="where the findings go (default: DIR)")
-    p.add_argument("--export", metavar="DEST",
-                   help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
-                        "compressed file, with study.json — a folder small enough to commit — then write the findings "
-                        "there")
+    add_format(p, ("text", "markdown"),
+               help="with --headline: text (default) or the Markdown table docs/findings.md holds")
+    add_out(p, metavar="OUT", help="where the findings go (default: DIR)")
+    add_side_output(p, "--export", metavar="DEST",
+                    help="first keep DIR's reports and trimmed per-sample logs (scores only) in DEST/runs.jsonl.xz, one "
+                         "compressed file, with study.json — a folder small enough to commit — then write the findings "
+                         "there")
     p.add_argument("--trimmed", action="store_true",
                    help="with --export: the reports and trimmed logs as run folders instead of one compressed file")
     p.add_argument("--check", action="store_true",

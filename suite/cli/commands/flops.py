@@ -8,50 +8,25 @@ import math
 
 from suite.cli import command
 from suite.errors import RaceError
-from suite.numbers import parse_number
+from suite.cli.args import add_engine_profile, add_format, add_grpo, add_lora, add_model, count_arg
 
 PAPER_DEFAULTS = {"group_size": 2, "prompts_per_step": 16, "prompt_tokens": 256.0, "completion_tokens": 1024.0}
 
 
-def count_arg(text: str) -> float:
-    """argparse type of a token count or budget: plain or scientific notation (1e18)."""
-    try:
-        return float(parse_number(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"'{text}' is {'not a finite number' if str(e) == 'not finite' else str(e)}")
-
-
 def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) -> None:
-    """The flags that define one GRPO step (shared by `race flops` and `race plan`)."""
+    """The flags that define one GRPO step (shared by `race flops` and `race plan`), from the
+    shared builders (suite/cli/args.py)."""
     if single_model:
-        m = p.add_mutually_exclusive_group(required=True)
-        m.add_argument("--model", metavar="NAME",
-                       help="policy from the built-in catalog (see `race flops --list-models`), e.g. Qwen2.5-1.5B-Instruct")
-        m.add_argument("--config", metavar="PATH",
-                       help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, Qwen3-MoE, "
-                            "Qwen3-Next, Qwen3.5, Qwen3.5-MoE, Llama, Mistral, Mixtral, Gemma 2/3, OLMo 2/3, Phi-3, SmolLM3, "
-                            "DeepSeek-V3, gpt-oss")
-        m.add_argument("--list-models", action="store_true", help="print every catalog entry (recipe and traced) with parameter counts and exit")
-    p.add_argument("--lora-rank", type=int, default=64, metavar="R",
-                   help="LoRA rank; 0 means full fine-tuning (default: 64)")
-    p.add_argument("--lora-alpha", type=float, default=None, metavar="A",
-                   help="LoRA alpha, recorded only: it scales the adapter, costs no FLOPs (default: 2*R)")
-    p.add_argument("--lora-targets", default=None, metavar="LIST",
-                   help="comma-separated peft target_modules (default: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
-                        "down_proj), or all-linear; adapted as peft does on the model (MoE: gate/up/down become the "
-                        "expert stacks)")
-    p.add_argument("--group-size", type=int, default=PAPER_DEFAULTS["group_size"], metavar="K",
-                   help="completions per prompt (default: 2, as in the paper)")
-    p.add_argument("--prompts-per-step", type=int, default=PAPER_DEFAULTS["prompts_per_step"], metavar="B",
-                   help="prompts per generation batch (default: 16)")
-    p.add_argument("--prompt-tokens", type=count_arg, default=PAPER_DEFAULTS["prompt_tokens"], metavar="P",
-                   help="mean prompt tokens (default: 256)")
-    p.add_argument("--completion-tokens", type=count_arg, default=PAPER_DEFAULTS["completion_tokens"], metavar="C",
-                   help="mean generated tokens per completion, EOS included (default: 1024)")
+        add_model(p, list_models=True,
+                  config_help="policy from a Hugging Face config.json (or the folder holding it): Qwen2/2.5/3, "
+                              "Qwen3-MoE, Qwen3-Next, Qwen3.5, Qwen3.5-MoE, Llama, Mistral, Mixtral, Gemma 2/3, OLMo "
+                              "2/3, Phi-3, SmolLM3, DeepSeek-V3, gpt-oss; any other decoder through the traced path")
+    add_lora(p)
+    add_grpo(p, group_size=PAPER_DEFAULTS["group_size"], prompts_per_step=PAPER_DEFAULTS["prompts_per_step"],
+             prompt_tokens=PAPER_DEFAULTS["prompt_tokens"], completion_tokens=PAPER_DEFAULTS["completion_tokens"],
+             helps={"group_size": "completions per prompt (default: 2, as in the paper)"})
     p.add_argument("--max-completion-tokens", type=int, default=None, metavar="M",
                    help="longest completion allowed (default: the larger of 2048 and C); recorded, and C must not exceed it")
-    p.add_argument("--num-iterations", type=int, default=1, metavar="MU",
-                   help="policy updates per generation batch, mu (default: 1); mu > 1 adds the old-policy forward")
     p.add_argument("--steps-per-generation", type=int, default=None, metavar="S",
                    help="TRL steps_per_generation: the generation batch is trained in S slices, one per micro-step "
                         "(default: TRL's, = --gradient-accumulation-steps); with the next flag it decides whether TRL "
@@ -59,24 +34,17 @@ def add_step_arguments(p: argparse.ArgumentParser, single_model: bool = True) ->
     p.add_argument("--gradient-accumulation-steps", type=int, default=1, metavar="G",
                    help="TRL gradient_accumulation_steps: micro-steps per optimizer step (default: 1); TRL takes "
                         "S x mu / G optimizer steps per generation batch")
-    p.add_argument("--beta", type=count_arg, default=0.0, metavar="BETA",
-                   help="KL coefficient; non-zero adds the reference-model forward (default: 0)")
-    p.add_argument("--gradient-checkpointing", action=argparse.BooleanOptionalAction, default=True,
-                   help="recompute decoder activations in the backward (default: on, as TRL)")
     p.add_argument("--reward-model", metavar="NAME|PATH", default=None,
                    help="reward model (catalog name or config.json) scoring every completion; absent = rule reward, 0 FLOPs")
     p.add_argument("--reward-tokens", type=count_arg, default=None, metavar="R",
                    help="tokens the reward model scores per completion (default: P + C)")
-    from suite.accounting import ENGINES
     from suite.record.runspec import OWN_PROFILE
 
-    p.add_argument("--engine", default=OWN_PROFILE, metavar="PROFILE",
-                   help=f"engine profile whose passes are counted (default: {OWN_PROFILE}, the suite's own runs on "
-                        "CUDA); one of the engine files' profiles (tasks/engines/*.yaml, docs/accounting.md): "
-                        + "; ".join(f"{n} ({ENGINES[n].engine})" for n in sorted(ENGINES)))
+    add_engine_profile(p, default=OWN_PROFILE, deprecated="--engine", check=False,
+                       what=f"engine profile ({OWN_PROFILE}: the suite's own runs on CUDA)")
     p.add_argument("--attention", default="causal", choices=("causal", "full"),
                    help="attention FLOP convention: causal counts the lower triangle, full the whole square (default: causal)")
-    p.add_argument("--json", action="store_true", help="print JSON for machines instead of a table")
+    add_format(p, ("text", "json"), help="text: the table (default); json: the same numbers for machines")
 
 
 def adapter_from_args(args):
@@ -109,24 +77,24 @@ def settings_from_args(args):
 
 
 def compute(policy, args) -> dict:
-    """One step (and --steps N of them) for `policy`: the JSON `race flops --json` prints."""
+    """One step (and --steps N of them) for `policy`: the JSON `race flops --format json` prints."""
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.pretraining import share_of_pretraining
     from suite.accounting.specs import priced_by, spec_for
     from suite.record.report import model_entry
 
-    get_engine(args.engine)
+    get_engine(args.engine_profile)
     adapter = adapter_from_args(args)
     settings = settings_from_args(args)
     reward = spec_for(args.reward_model) if args.reward_model else None
     if reward is None and args.reward_tokens is not None:
         raise RaceError("--reward-tokens needs --reward-model", "rule rewards cost 0 FLOPs")
-    s = step_flops(policy, adapter, settings, args.prompt_tokens, args.completion_tokens, engine=args.engine,
+    s = step_flops(policy, adapter, settings, args.prompt_tokens, args.completion_tokens, engine=args.engine_profile,
                    attention=args.attention, reward_model=reward, reward_tokens=args.reward_tokens)
     n = getattr(args, "steps", 1)
     total = s.total
     return {
-        "method": METHOD, "version": VERSION, "engine_profile": args.engine, "attention": args.attention,
+        "method": METHOD, "version": VERSION, "engine_profile": args.engine_profile, "attention": args.attention,
         "policy": model_entry(policy),
         "priced_by": {"policy": priced_by(policy), "reward": priced_by(reward) if reward is not None else None},
         "adapter": {**adapter.to_report(policy), "adapted": adapted_summary(policy, adapter)},
@@ -158,7 +126,7 @@ def _fold_flops(policy, adapter, settings, args, work) -> int:
     """FLOPs of one step spent folding expert LoRAs per forward call (the work's *.calls terms)."""
     from suite.accounting import coefficients
 
-    table = coefficients(policy, adapter, settings, None, args.engine, args.attention)
+    table = coefficients(policy, adapter, settings, None, args.engine_profile, args.attention)
     return sum(c * work.get(k, 0) for _, _, coef in table for k, c in coef.items() if k.endswith(".calls"))
 
 
@@ -212,7 +180,7 @@ def render(d: dict, show_passes: bool) -> str:
     if folded:
         lines.insert(1, f"note: peft folds the LoRA into the expert stacks once per forward call (every decode step of "
                         f"transformers generate): {sci(folded)} FLOPs, {folded / d['per_step']['flops']['total']:.1%} of "
-                        "the step; vLLM rollouts (--engine trl-vllm) apply it per routed token")
+                        "the step; vLLM rollouts (--engine-profile trl-vllm) apply it per routed token")
     miss = ad.get("adapted", {}).get("unmatched_targets")
     if miss:
         lines.insert(1, f"note: {pol['name']} has no {', '.join(miss)}: peft adapts only the target names that exist "
@@ -270,9 +238,10 @@ def configure(p: argparse.ArgumentParser):
     p.add_argument("--steps", type=int, default=1, metavar="N",
                    help="number of GRPO steps (each: one generation batch and its mu updates) for the totals (default: 1)")
     p.add_argument("--passes", action="store_true", help="also list FLOPs of every pass (generate, train forward, ...)")
-    from suite.cli.costargs import add_cost_arguments, cost_fields, cost_lines
+    from suite.cli.args import add_cost
+    from suite.cli.costargs import cost_fields, cost_lines
 
-    add_cost_arguments(p)
+    add_cost(p)
 
     def run(args) -> int:
         if args.list_models:
@@ -288,7 +257,7 @@ def configure(p: argparse.ArgumentParser):
         text = render(d, args.passes)
         if "cost" in d:
             text += "\n\n" + "\n".join(cost_lines(policy.name, d["cost"]))
-        print(json.dumps(d, indent=2) if args.json else text)
+        print(json.dumps(d, indent=2) if args.format == "json" else text)
         return 0
 
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from suite.cli import command
+from suite.cli.args import add_format, add_out
 
 
 @command("frontier", help="Conditional allocation frontiers of a directory of evaluated runs: the best "
@@ -14,13 +15,13 @@ def configure(p):
     p.add_argument("directory", metavar="DIR",
                    help="folder searched recursively for run folders holding a report.json (report v1) "
                         "with evaluations")
-    p.add_argument("--out", metavar="OUT", default=None,
-                   help="where to write frontier.md and the plots (default: DIR/frontier)")
+    add_out(p, metavar="OUT", default=None,
+            help="where to write frontier.md and the plots (default: DIR/frontier)")
     p.add_argument("--no-plots", action="store_true",
                    help="write the tables only (skips matplotlib, which takes about a second)")
-    p.add_argument("--json", action="store_true",
-                   help="print the frontier as JSON on standard output instead of the tables "
-                        "(files are still written)")
+    add_format(p, ("text", "json"),
+               help="text: the tables (default); json: the frontier as JSON on standard output (files are "
+                    "still written either way)")
     return run
 
 
@@ -39,7 +40,7 @@ def run(args) -> int:
     ms = fr.moves(rows)
     out = Path(args.out) if args.out else Path(args.directory) / "frontier"
     written = fr.write(list(pilot.cells), out, plots=not args.no_plots)
-    if args.json:
+    if args.format == "json":
         print(json.dumps({
             "conditions": [{"condition": r.condition.to_dict(), "cells": r.cells,
                             "allocations": len(r.allocations), "best": {

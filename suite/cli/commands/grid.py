@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.errors import RaceError
 
 
@@ -19,8 +20,9 @@ def configure(p):
                 "File format: docs/quickstart.md; examples: tasks/grids/.")
     p.add_argument("grid", metavar="GRID.yaml", help="grid file (models, budgets, band, allocations, rewards, seeds, "
                                                      "cell, eval)")
-    p.add_argument("--out", metavar="DIR", help="output folder: DIR/grid.json (the plan) and DIR/cells/<cell>/ "
-                                                "(ledger.jsonl, report.json, adapter/, log.txt); required unless --plan")
+    add_out(p, metavar="DIR",
+            help="output folder: DIR/grid.json (the plan) and DIR/cells/<cell>/ "
+                 "(ledger.jsonl, report.json, adapter/, log.txt); required unless --plan")
     p.add_argument("--plan", action="store_true",
                    help="print the plan (steps, FLOPs per step, planned update share per cell) and stop")
     add_workers(p)

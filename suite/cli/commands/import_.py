@@ -8,16 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from suite.cli import command
+from suite.cli.args import add_engine_profile, add_out
 
 
 @command("import", help="turn another engine's training log into a RACE ledger and report (LoRA-correct FLOPs)")
 def configure(p):
-    from suite.accounting import ENGINES
     from suite.integrations.keymaps import KEY_MAPS
 
     logs = "; ".join(f"{n}: {getattr(KEY_MAPS[n], 'logger', '')}" for n in sorted(KEY_MAPS))
     p.add_argument("engine", metavar="ENGINE",
-                   help=f"auto: recognise the engine and the format from the file (console output, JSON Lines, CSV, "
+                   help=f"the engine, named by the log it wrote (its accounting profile is --engine-profile): auto: "
+                        f"recognise the engine and the format from the file (console output, JSON Lines, CSV, "
                         f"TensorBoard events, a wandb run folder), or say in one line what it saw; or the log's kind, "
                         f"a `logs` entry of an engine file (tasks/engines/*.yaml; docs/import.md; an entry's engine "
                         f"reads its other formats too): {logs}; or `map` with --key-map FILE for a map of your own")
@@ -26,8 +27,9 @@ def configure(p):
                    help="the run description (cell YAML) the run was launched from: model, adapter, K, prompts per "
                         "step, mu, beta (the log does not say them); relative paths resolve from its own folder, "
                         "and paths that are not here (the cluster's) are not checked")
-    p.add_argument("--out", help="folder for ledger.jsonl, report.json and comparison.json "
-                                 "(default: race-import/ beside the log)")
+    add_out(p, metavar="DIR",
+            help="folder for ledger.jsonl, report.json and comparison.json "
+                 "(default: race-import/ beside the log)")
     p.add_argument("--force", action="store_true", help="replace an existing ledger in --out")
     p.add_argument("--key-map", metavar="FILE", help="a key map YAML of your own (schemas/keymap-v1.schema.json): "
                                                      "which logged keys give tokens, steps and phase seconds")
@@ -35,10 +37,8 @@ def configure(p):
                                             "(default: the log entry's `version`; TRL: the installed trl); keys "
                                             "renamed between versions and keys whose meaning changed (SkyRL's "
                                             "generate/*_num_tokens) are read only where it is given")
-    p.add_argument("--engine-profile", default=None, choices=sorted(ENGINES), metavar="PROFILE",
-                   help="accounting profile of the run (default: the log entry's `profile`), one of its engine's own "
-                        "(WORK-008; docs/accounting.md says what each charges): "
-                        + "; ".join(f"{n} ({ENGINES[n].engine})" for n in sorted(ENGINES)))
+    add_engine_profile(p, what="accounting profile of the run, one of its engine's own (WORK-008)",
+                       default_text="the log entry's `profile`")
     p.add_argument("--power", metavar="DIR", default=None,
                    help="mlperf only: the run's power folder (power/result_N with node_*.txt MLLOG power logs): their "
                         "energy, integrated as MLPerf's result summarizer does, goes into the report's cost.energy")

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from .. import command
+from ..args import add_out
 from ...errors import RaceError
 
 DEFAULT_SUBMISSIONS = "leaderboard/submissions"
@@ -21,8 +22,8 @@ def configure(p):
                                    "skipped and listed on the site; the build still succeeds.")
     b.add_argument("--submissions", metavar="DIR", type=Path, default=Path(DEFAULT_SUBMISSIONS),
                    help=f"folder of submitted report files, one *.json per run (default: {DEFAULT_SUBMISSIONS})")
-    b.add_argument("--out", metavar="SITE", type=Path, required=True,
-                   help="folder to write the site into (created if missing; open SITE/index.html in a browser)")
+    add_out(b, metavar="SITE", type=Path, required=True,
+            help="folder to write the site into (created if missing; open SITE/index.html in a browser)")
     b.add_argument("--no-validate", action="store_true",
                    help="list files without running the validator (only schema-readable files are shown); "
                         "for previews, never for publishing")
@@ -50,7 +51,7 @@ def configure(p):
     c.add_argument("--published", metavar="DIR", default="leaderboard/published",
                    help="the maintained run descriptions, relative to --repo (default: leaderboard/published)")
     c.add_argument("--neighbours", metavar="N", type=int, default=3, help="listed runs shown beside each (default 3)")
-    c.add_argument("--out", "-o", metavar="FILE", type=Path, help="write the comment to FILE (default: standard output)")
+    add_out(c, metavar="FILE", type=Path, help="write the comment to FILE (default: standard output)")
     return run
 
 

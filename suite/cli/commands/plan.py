@@ -7,8 +7,9 @@ import argparse
 import json
 
 from suite.cli import command
-from suite.cli.commands.flops import add_step_arguments, compute, count_arg, sci
-from suite.cli.costargs import add_cost_arguments, cost_fields, cost_lines
+from suite.cli.args import add_cost, count_arg
+from suite.cli.commands.flops import add_step_arguments, compute, sci
+from suite.cli.costargs import cost_fields, cost_lines
 from suite.errors import RaceError
 
 
@@ -45,7 +46,7 @@ def render(budget: float, rows: list[dict], args) -> str:
 
     lora = f"LoRA r={args.lora_rank}" if args.lora_rank else "full fine-tuning"
     lines = [f"budget {budget:.3e} FLOPs; {lora}; B={args.prompts_per_step} x K={args.group_size}, P={args.prompt_tokens:g}, "
-             f"C={args.completion_tokens:g}, mu={args.num_iterations}, beta={args.beta:g}; engine {args.engine}, "
+             f"C={args.completion_tokens:g}, mu={args.num_iterations}, beta={args.beta:g}; engine profile {args.engine_profile}, "
              f"attention {args.attention}", ""]
     head = (f"{'model':<30}{'params':>8}{'active':>8}{'weights':>9}{'FLOPs/step':>12}{'steps':>10}{'rollouts':>12}"
             f"{'update tokens':>15}{'p':>8}{'post/pre':>11}{'EU 1/3':>8}")
@@ -84,7 +85,7 @@ def configure(p: argparse.ArgumentParser):
                    help="comma-separated policies (catalog names, traced ones included, or config.json paths); "
                         "default: every recipe catalog policy")
     add_step_arguments(p, single_model=False)
-    add_cost_arguments(p)
+    add_cost(p)
 
     def run(args) -> int:
         from suite.accounting.specs import PATH_RECIPE, catalog_names, spec_for
@@ -99,8 +100,8 @@ def configure(p: argparse.ArgumentParser):
             names = [n for n in catalog_names(PATH_RECIPE) if spec_for(n).has_lm_head]
         policies = [spec_for(n) for n in names]  # any family: the recipe, else the traced path
         rows = plan(args.budget, policies, args)
-        if args.json:
-            print(json.dumps({"budget": args.budget, "engine_profile": args.engine, "attention": args.attention,
+        if args.format == "json":
+            print(json.dumps({"budget": args.budget, "engine_profile": args.engine_profile, "attention": args.attention,
                               "rows": rows}, indent=2))
         else:
             print(render(args.budget, rows, args))

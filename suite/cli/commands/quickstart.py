@@ -4,6 +4,7 @@ leaderboard site, with a summary table at the end."""
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.cli.commands.grid import add_workers
 from suite.errors import RaceError
 
@@ -15,9 +16,9 @@ def configure(p):
                 "and the PRM, one IsoFLOP band), evaluates every cell on both embedded targets, then writes "
                 "frontier/, race.json + race.md and site/index.html. Rerun to resume: evaluated cells are "
                 "skipped. What each output means: docs/quickstart.md.")
-    p.add_argument("--out", default="runs/quickstart", metavar="DIR",
-                   help="output folder (default: %(default)s): grid.json, cells/<cell>/, frontier/, race.json, "
-                        "race.md, submissions/, site/")
+    add_out(p, default="runs/quickstart", metavar="DIR",
+            help="output folder (default: %(default)s): grid.json, cells/<cell>/, frontier/, race.json, "
+                 "race.md, submissions/, site/")
     p.add_argument("--grid", metavar="GRID.yaml",
                    help="run this grid file instead of tasks/grids/quickstart.yaml (same format as `race grid`)")
     p.add_argument("--limit", type=int, metavar="N",

@@ -9,6 +9,7 @@ import sys
 from typing import Callable
 
 from .. import command
+from ..args import add_format, add_out
 from ...errors import RaceError
 from ...registry import Registry
 
@@ -69,20 +70,21 @@ def configure(p):
                    help="build a report from aggregate numbers instead of a ledger: a cell YAML with the setup "
                         "table's steps, mean_prompt_tokens and mean_completion_tokens (and optionally hardware), "
                         "priced by the same accounting and marked provenance estimated (docs/paper-report.md)")
-    p.add_argument("--output", "-o", metavar="FILE", default=None,
-                   help="write the report to FILE atomically (default: standard output); the ledger path in the "
-                        "report is relative to FILE's folder")
+    add_out(p, default=None, deprecated="--output",
+            help="write the report to FILE atomically (default: standard output); the ledger path in the "
+                 "report is relative to FILE's folder")
     p.add_argument("--evaluations", metavar="FILE", default=None,
                    help="JSON or JSONL file of evaluation rows {target, metric, value, n, ...} to include "
                         "(e.g. the rows race eval wrote)")
     p.add_argument("--created", metavar="DATETIME", default=None,
                    help="creation time to record (RFC 3339; default now), for reproducible reports")
-    p.add_argument("--format", choices=sorted(FORMATS) or ["json"], default="json",
-                   help="output format. From a ledger or an estimate: json is the report v1 document, markdown/latex "
+    add_format(p, sorted({*FORMATS, "json", "text"}), default=None,
+               help="output form. From a ledger or an estimate: json (default) is the report v1 document, markdown/latex "
                         "its table row. From report files: the table (total FLOPs and its split, p, tokens per phase, "
                         "model size, reward system, accounting convention, scores) as markdown, latex or json; "
                         "model-doc: the compute, time and energy section of the EU model documentation form, the "
-                        "reports (a model's stages) added up to its cumulative compute (docs/cost.md)")
+                        "reports (a model's stages) added up to its cumulative compute (docs/cost.md). With "
+                        "--predict-hours: text (default) or json")
     p.add_argument("--base-flops", type=float, default=None, metavar="F",
                    help="with --format model-doc: the base model's pretraining compute, where the suite's facts do "
                         "not know it (with --base-source)")
@@ -94,22 +96,24 @@ def configure(p):
     p.add_argument("--leave-one-out", action="store_true",
                    help="with --predict-hours: fit without the report's own calibration record (a published run "
                         "predicted without its own hours)")
-    p.add_argument("--json", action="store_true", help="with --predict-hours: print JSON")
     return run
 
 
 def _predict_hours(args) -> int:
-    """race report --predict-hours [--leave-one-out] REPORT... [--json]."""
+    """race report --predict-hours [--leave-one-out] REPORT... [--format json]."""
     import json
 
     from ...analysis.cost import predict_report, read_calibration
     from ...record.report import read_report
 
     if not args.ledger or args.spec or args.estimate:
-        raise RaceError("--predict-hours takes report files", "race report --predict-hours [--leave-one-out] REPORT --json")
+        raise RaceError("--predict-hours takes report files", "race report --predict-hours [--leave-one-out] REPORT --format json")
+    fmt = args.format or "text"
+    if fmt not in ("text", "json"):
+        raise RaceError(f"--predict-hours prints text or json, not {fmt}", "drop --format, or give --format json")
     records = read_calibration()
     rows = [predict_report(read_report(x), records, leave_one_out=args.leave_one_out) for x in args.ledger]
-    if args.json:
+    if fmt == "json":
         keep = ("run", "accelerator", "gpus", "stated", "predicted", "low", "high", "inside", "leave_one_out")
         out = [{k: r[k] for k in keep} for r in rows]
         print(json.dumps(out[0] if len(out) == 1 else out, indent=2))
@@ -204,11 +208,15 @@ def run(args) -> int:
         return _predict_hours(args)
     if args.leave_one_out:
         raise RaceError("--leave-one-out goes with --predict-hours", "race report --predict-hours --leave-one-out REPORT")
-    out = Path(args.output) if args.output else None
+    fmt = args.format or "json"
+    if fmt == "text":
+        raise RaceError("--format text goes with --predict-hours",
+                        f"a report prints as {', '.join(sorted(FORMATS))} (default json)")
+    out = Path(args.out) if args.out else None
     if out is not None:
         from ...outputs import output_file
 
-        output_file(out, inputs=[*args.ledger, args.spec, args.estimate, args.evaluations], what="--output")
+        output_file(out, inputs=[*args.ledger, args.spec, args.estimate, args.evaluations], what="--out")
     if args.spec and args.estimate:
         raise RaceError("--spec and --estimate build a report two different ways",
                         "give --spec SPEC with the run's ledger, or --estimate SPEC alone")
@@ -218,14 +226,14 @@ def run(args) -> int:
         if not args.ledger:
             raise RaceError("nothing to report", "race report LEDGER --spec SPEC, race report --estimate SPEC, or "
                                                  "race report REPORT... for the paper table")
-        if args.format == "model-doc":
+        if fmt == "model-doc":
             return _model_doc_files(args, out)
         ledgers = [x for x in args.ledger if _looks_like_ledger(x)]
         if ledgers:
             raise RaceError(f"{ledgers[0]} is a ledger: a report is built from a ledger with its run description",
                             f"race report {ledgers[0]} --spec CELL.yaml -o report.json (the cell the run was made "
                             "from); without --spec race report prints the table of report JSON files")
-        text = table_from_files(args.ledger, args.format)
+        text = table_from_files(args.ledger, fmt)
         if out:
             write_text_atomic(out, text)
         else:
@@ -253,7 +261,7 @@ def run(args) -> int:
                               provenance=Provenance("measured", recorder="race report (a per-step ledger)"),
                               warn=lambda m: print(f"race report: warning: {m}", file=sys.stderr))
     _validated(report.doc, base, str(out) if out else "<report>")
-    text = FORMATS[args.format](report.doc)
+    text = FORMATS[fmt](report.doc)
     if out:
         write_text_atomic(out, text)
         print(f"wrote {out} ({report.provenance_method}): {report.steps} steps, {report.total_flops:.4g} FLOPs "

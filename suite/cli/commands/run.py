@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from .. import command
+from ..args import add_out
 from ...errors import RaceError
 
 
@@ -14,9 +15,9 @@ def configure(p):
     p.add_argument("cell", metavar="CELL", nargs="?", default=None,
                    help="cell YAML file (e.g. tasks/cells/s-sparse.yaml); optional with --resume, "
                         "which reads DIR/cell.yaml")
-    p.add_argument("--out", "-o", metavar="DIR", default=None,
-                   help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
-                        "(default: runs/<cell name>)")
+    add_out(p, metavar="DIR", default=None,
+            help="run folder: cell.yaml, ledger.jsonl, checkpoints/, adapter/, report.json "
+                 "(default: runs/<cell name>)")
     p.add_argument("--resume", metavar="DIR", nargs="?", const=True, default=None,
                    help="continue the run in DIR (or in --out) from its last checkpoint; ledger lines after "
                         "that checkpoint move to ledger.discarded.jsonl so no step is counted twice")

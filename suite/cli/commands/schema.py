@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.errors import RaceError
 
 
@@ -16,8 +17,8 @@ def configure(p):
 
     p.add_argument("name", nargs="?", choices=list(PUBLISHED), metavar="NAME",
                    help=f"one of {', '.join(PUBLISHED)} (default: list them)")
-    p.add_argument("--out", "-o", metavar="FILE", default=None,
-                   help="write the schema to FILE (atomically) instead of standard output")
+    add_out(p, metavar="FILE", default=None,
+            help="write the schema to FILE (atomically) instead of standard output")
     return run
 
 

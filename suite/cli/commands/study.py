@@ -4,6 +4,7 @@ of IsoFLOP grids that answers the source paper's claims (docs/findings.md)."""
 from __future__ import annotations
 
 from suite.cli import command
+from suite.cli.args import add_out
 from suite.cli.commands.grid import add_workers
 from suite.errors import RaceError
 
@@ -17,8 +18,9 @@ def configure(p):
                 "alone; `race leaderboard build --findings DIR/findings.json --out SITE` puts them on the site. "
                 "Format and the shipped study: docs/findings.md.")
     p.add_argument("study", metavar="STUDY.yaml", help="study file (tasks/studies/*.yaml)")
-    p.add_argument("--out", metavar="DIR", help="output folder: DIR/study.json, DIR/cells/<cell>/, DIR/findings.md ...; "
-                                                "required unless --plan")
+    add_out(p, metavar="DIR",
+            help="output folder: DIR/study.json, DIR/cells/<cell>/, DIR/findings.md ...; "
+                 "required unless --plan")
     p.add_argument("--from", dest="source", metavar="EXPORT",
                    help="start from a committed export (e.g. docs/decisive): its cells of this plan are unpacked into "
                         "--out first (those already there are kept), with its study.json, so only the rest run; rerun "

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import command
+from ..args import add_side_output
 from ...errors import RaceError
 
 DEFAULT_SUBMISSIONS = "leaderboard/submissions"
@@ -39,8 +40,8 @@ def configure(p):
                    help="with --check: the repository root the paths are relative to (default: the current folder)")
     g.add_argument("--published", metavar="DIR", default=DEFAULT_PUBLISHED,
                    help=f"with --check: the maintained run descriptions, relative to --repo (default: {DEFAULT_PUBLISHED})")
-    g.add_argument("--sarif", metavar="FILE", type=Path,
-                   help="with --check: also write the findings as SARIF 2.1.0 (for code-scanning annotations)")
+    add_side_output(g, "--sarif", metavar="FILE", type=Path,
+                    help="with --check: also write the findings as SARIF 2.1.0 (for code-scanning annotations)")
     p.epilog = ("exit status: 0 submitted (or, with --check, accepted), 1 refused, 2 unreadable input or usage error. "
                 "A first submission end to end: docs/leaderboard.md")
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .. import command
+from ..args import add_format, add_out
 from ...errors import RaceError
 
 
@@ -29,15 +30,15 @@ def configure(p):
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="report (.json), ledger (.jsonl), folder (searched recursively for both), or - for a "
                         "report on standard input. A report's ledger is checked too, resolved against the report's folder.")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                   help="text: grouped by file and severity (default); json: machine findings with stable keys; "
+    add_format(p, ("text", "json", "sarif"),
+               help="text: grouped by file and severity (default); json: machine findings with stable keys; "
                         "sarif: SARIF 2.1.0 for code-scanning annotations")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1 on any finding)")
     p.add_argument("--list-rules", action="store_true", help="print every rule (ID, severity, title) and exit")
     p.add_argument("--max-bytes", type=_positive_int, default=None, metavar="N",
                    help="refuse reports larger than N bytes before reading them (default 64 MiB); ledgers are streamed")
-    p.add_argument("--output", "-o", metavar="FILE", default=None,
-                   help="write the findings to FILE (atomically) instead of standard output")
+    add_out(p, default=None, deprecated="--output",
+            help="write the findings to FILE (atomically) instead of standard output")
     p.epilog = "exit status: 0 clean, 1 error findings (any finding with --strict), 2 unreadable input or usage error"
     return run
 
@@ -64,10 +65,10 @@ def run(args) -> int:
         raise RaceError("no PATH to validate", "give a report, a ledger, a folder or - (race validate --help)")
     if args.paths.count("-") > 1:
         raise RaceError("standard input (-) can be given once")
-    if args.output:
+    if args.out:
         from ...outputs import output_file
 
-        output_file(args.output, inputs=args.paths, what="--output")
+        output_file(args.out, inputs=args.paths, what="--out")
     max_bytes = args.max_bytes or jsonstrict.MAX_DOCUMENT_BYTES
     findings, files = [], 0
     from pathlib import Path
@@ -79,10 +80,10 @@ def run(args) -> int:
     if args.strict:
         findings = apply_strict(findings)
     text = RENDERERS[args.format](findings, files=files)
-    if args.output:
+    if args.out:
         from ...atomic import write_text_atomic
 
-        write_text_atomic(args.output, text)
+        write_text_atomic(args.out, text)
     else:
         sys.stdout.write(text)
     return code
