@@ -132,9 +132,9 @@ def _need(entry: Mapping, key: str, needed: Mapping[str, str], where: str, engin
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
-    from .logformats import jsonl_records    # the one JSON Lines reader (torn last line, strict parsing)
+    from .. import jsonlines    # the one JSON Lines reader (a killed run's torn last line ends the file)
 
-    return jsonl_records(path, hint="verl's file logger writes one JSON object a line")
+    return jsonlines.records(path, torn_tail=True, hint="verl's file logger writes one JSON object a line")
 
 
 def read_verl_log(path: str | Path) -> list[Step]:

@@ -28,7 +28,7 @@ from itertools import chain, islice, repeat
 from operator import itemgetter, lt
 from typing import Any, Iterator, Mapping
 
-from .. import jsonstrict
+from .. import jsonlines, jsonstrict
 from ..accounting import PHASES, TOKEN_KEYS
 from ..errors import RaceError
 from .schemas import record_shape
@@ -450,7 +450,7 @@ class LedgerReader:
         for lineno, start, raw in batch:
             try:
                 # No depth walk: record_problem accepts only the flat record shape anyway.
-                rec = jsonstrict.loads(raw, max_depth=None)
+                rec = jsonlines.parse(raw, allow_nan=False, max_depth=None)
                 problem = record_problem(rec) if self.check_records else None
             except jsonstrict.JSONInputError as e:
                 if not raw.endswith(b"\n"):  # the last line, cut off mid-write
@@ -755,13 +755,8 @@ def first_record(path: str | os.PathLike) -> dict | None:
     """The first line of a file as a ledger record, read alone (a ledger can be huge; a report
     file is not read past its first line); None when the file cannot be read or that line is
     not a well-formed record."""
-    try:
-        with open(path, "rb") as f:
-            line = f.readline(jsonstrict.MAX_LINE_BYTES + 1)
-        rec = jsonstrict.loads(line, max_depth=None)
-    except (OSError, jsonstrict.JSONInputError):
-        return None
-    return rec if record_problem(rec) is None else None
+    rec = jsonlines.first(path)
+    return rec if rec is not None and record_problem(rec) is None else None
 
 
 def iter_ledger(path: str | os.PathLike, *, strict: bool = True) -> LedgerReader:
