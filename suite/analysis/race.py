@@ -546,12 +546,7 @@ LIMITS = [
 def check(doc: dict) -> None:
     """Validate a race.json document against schemas/race-v1 (Draft 2020-12, formats checked);
     a failure is a bug in RACE, reported with the JSON path."""
-    errors = sorted(schemas.validator(schemas.RACE).iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(x) for x in e.absolute_path) or "(top)"
-        raise RaceError(f"race.json would not follow {schemas.RACE}: at {where}: {e.message}",
-                        "this is a bug in RACE; please report it with the input directory")
+    schemas.check_output(doc, schemas.RACE, "race.json", "this is a bug in RACE; please report it with the input directory")
 
 
 def _jsonable(x):
