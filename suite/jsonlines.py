@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 from typing import IO, Any, Iterator
 
 from . import jsonstrict

@@ -302,7 +302,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.ledger import LedgerWriter
     from ..accounting.specs import spec_for
     from ..atomic import write_json_atomic
-    from ..record.report import Provenance, build_report, write_report
+    from ..record.report import write_report
+    from ..record.build import Provenance, build_report
     from ..record.runspec import EngineSpec
 
     from .sanity import check_steps

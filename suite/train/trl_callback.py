@@ -813,9 +813,10 @@ class RaceLedger(TrainerCallback):
     # ---- report -----------------------------------------------------------------------------------
 
     def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
-        """Build report.json from the ledger (suite.record.report.build_report, provenance
+        """Build report.json from the ledger (suite.record.build.build_report, provenance
         measured, with the steps the trainer took) and write it atomically."""
-        from ..record.report import Provenance, build_report, write_report
+        from ..record.report import write_report
+        from ..record.build import Provenance, build_report
         from ..record.runspec import RunSpec
 
         spec = run_spec or self.run_spec or self.default_run_spec()
