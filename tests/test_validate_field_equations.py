@@ -15,7 +15,7 @@ import pytest
 from suite import paths
 from suite.accounting import add_work, phase_flops, tokens_from_work, work_from_means
 from suite.errors import RaceError
-from suite.record.ledger import LedgerSummary
+from suite.record.summary import LedgerSummary
 from suite.record.build import Provenance, build_report
 from suite.train.cell import cell_from_dict
 from suite.validate import exit_code, validate_report

@@ -450,7 +450,7 @@ def _rebuild(doc: dict, folder: Path, recs: list[dict]) -> None:
     sha256 and record count: what a forger who knows the suite does."""
     from suite.accounting.modelspec import ModelSpec
     from suite.accounting.pretraining import share_of_pretraining
-    from suite.record.ledger import LedgerSummary
+    from suite.record.summary import LedgerSummary
     from suite.validate.physics import _inputs, _priced
 
     args = _inputs(doc)

@@ -229,7 +229,7 @@ def build_report(ledger_path: str | os.PathLike, run_spec: RunSpec | Mapping[str
     if not isinstance(provenance, Provenance) or provenance.method == "estimated":
         raise RaceError("build_report needs the provenance of its ledger: Provenance('measured', ...) or "
                         "Provenance('imported', ...)", "an estimate has no ledger: build_estimate")
-    from .ledger import LedgerSummary
+    from .summary import LedgerSummary
 
     spec = run_spec if isinstance(run_spec, RunSpec) else RunSpec.from_dict(run_spec)
     ledger_path = Path(ledger_path)
