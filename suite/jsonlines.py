@@ -2,9 +2,10 @@
 
 Every JSON Lines file the suite reads goes through `records`: data sets, lm-eval's per-sample
 logs, a study's packed export, engine logs (verl's file logger, prime-rl's metrics, MLPerf's
-`:::MLLOG` lines), the first line of a ledger. The ledger's own reader (suite.record.ledger)
-frames its lines the same way and parses them with `parse`, adding a batch fast path for
-100,000-step ledgers.
+`:::MLLOG` lines), the first line of a ledger. The one exception is the ledger's own reader
+(suite.record.ledger): it reads a ledger in blocks, for speed (a 100,000-step ledger parsed as
+JSON arrays of its lines, with a hash and byte offsets to repair a torn tail), and parses any
+line it reads alone with `parse`.
 
 What every caller gets: lines read one at a time (memory bounded by `max_line_bytes`, a longer
 line refused by its number, never held whole), blank lines skipped, each line parsed by

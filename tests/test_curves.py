@@ -106,7 +106,7 @@ def test_which_allocation_has_the_highest_asymptote_and_the_best_efficiency():
     # The one output check (suite.record.schemas.check_output) refuses a broken document by its path.
     cond["name"] = 2
     with pytest.raises(RaceError, match=r"curves\.json would not follow curves-v1\.schema\.json: "
-                                        r"\$\.conditions\[0\]\.name: 2 is not of type 'string'") as e:
+                                        r"at \$\.conditions\[0\]\.name: 2 is not of type 'string'") as e:
         curves.check(doc)
     assert "bug in the curve fits" in e.value.hint
 

@@ -147,25 +147,25 @@ def json_path(parts: Iterable) -> str:
     return out
 
 
-def problems(doc: Any, name: str, most: int = 3) -> str | None:
-    """The first (up to `most`, in JSON-path order) violations of schemas/NAME by `doc` as one line
-    ("$.path: message; ..."), or None when it follows the schema."""
+def problems(doc: Any, name: str, most: int = 3) -> list[str]:
+    """The first (up to `most`, in JSON-path order) violations of schemas/NAME by `doc`, each
+    "$.path: message"; empty when it follows the schema."""
     errs = sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    return "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:most]) if errs else None
+    return [f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:most]]
 
 
 def report_problems(doc: Any) -> str | None:
     """The first (up to three) report v1 schema violations of `doc` as one line, or None."""
-    return problems(doc, REPORT)
+    return "; ".join(problems(doc, REPORT)) or None
 
 
 def check_output(doc: Any, name: str, what: str, hint: str) -> None:
     """The one check of a document the suite is about to write (a report, race.json, curves.json,
-    findings.json) against schemas/NAME: RaceError "WHAT would not follow NAME: $.path: message"
+    findings.json) against schemas/NAME: RaceError "WHAT would not follow NAME: at $.path: message"
     naming its first violations, `hint` saying whose bug it is. Nothing is written after it fails."""
     found = problems(doc, name)
     if found:
-        raise RaceError(f"{what} would not follow {name}: {found}", hint)
+        raise RaceError(f"{what} would not follow {name}: " + "; ".join(f"at {p}" for p in found), hint)
 
 
 def check_report(doc: Mapping[str, Any]) -> None:
