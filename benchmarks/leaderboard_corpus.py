@@ -1,6 +1,6 @@
 """A realistic submissions folder for the leaderboard benchmark: N distinct reports, each with a
 ledger of its own, varied in model, reward system, adapter, GRPO settings, length of run,
-budget band and scores. Every report is built by suite.record.report.build_report from a ledger priced
+budget band and scores. Every report is built by suite.record.build.build_report from a ledger priced
 by suite.accounting, so every one passes the validator with no findings.
 
     make_corpus(folder, n, seed=0) -> list of report file names
@@ -20,7 +20,7 @@ from suite.accounting import (Adapter, GRPOSettings, PHASES, coefficients, token
                               work_from_lengths)
 from suite.site.leaderboard import submission_id
 from suite.accounting.specs import spec_for
-from suite.record.report import Provenance, build_report
+from suite.record.build import Provenance, build_report
 
 POLICIES = ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct", "Qwen2.5-3B-Instruct", "Qwen2.5-7B-Instruct")
 RULE_REWARDS = ("sparse", "structured", "dense")

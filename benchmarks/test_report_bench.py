@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.ratio import Limit, check, interleaved
 from suite import paths
-from suite.record.report import Provenance, build_report
+from suite.record.build import Provenance, build_report
 
 VALID = paths.schemas() / "examples" / "valid"
 MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")

@@ -23,7 +23,8 @@ def _normal(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def _requirements() -> dict[str, str]:
-    """Normalized requirement name -> the extra that requires it (first one named)."""
+    """Normalized requirement name -> the extra that requires it (`train` where several do, else the
+    first one named)."""
     from importlib.metadata import distributions
 
     # Every copy found, merged: a checkout may hold a stale race_suite.egg-info ahead of the install.
@@ -33,7 +34,9 @@ def _requirements() -> dict[str, str]:
         extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
         name = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
         if extra and name:
-            out.setdefault(_normal(name.group(1)), extra.group(1))
+            # a requirement of several extras (torch: train, compare) is named by the engines' extra
+            if extra.group(1) == "train" or _normal(name.group(1)) not in out:
+                out[_normal(name.group(1))] = extra.group(1)
     return out
 
 

@@ -11,7 +11,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # A report is a few kilobytes; 64 MiB leaves room for huge hand-made ones and refuses a 2 GB file
 # before reading it. Ledgers are streamed line by line and have a per-line limit instead.
@@ -167,22 +167,3 @@ def read(path: str | os.PathLike, *, hint: str | None = None, allow_nan: bool = 
     except OSError as e:
         raise RaceError(f"cannot read {path}: {e.strerror or e}", hint) from None
 
-
-def read_lines(path: str | os.PathLike, *, hint: str | None = None, allow_nan: bool = True) -> Iterator[Any]:
-    """Each non-blank line of a JSON Lines file, parsed as `loads` does (streamed: no size limit
-    on the file); a line it refuses is one RaceError naming the file and the line. `allow_nan`:
-    logs and data sets other programs wrote may hold NaN; duplicate keys are refused all the same."""
-    from .errors import RaceError
-    from .inputs import regular
-
-    regular(path)
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                if raw.strip():
-                    yield loads(raw, allow_nan=allow_nan)
-    except JSONInputError as e:
-        raise RaceError(f"{path}: line {n}: not valid JSON ({e.message})", hint or e.hint) from None
-    except OSError as e:
-        raise RaceError(f"cannot read {path}: {e.strerror or e}", hint) from None

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from suite.accounting import ENGINES, PHASES, add_work, phase_flops, tokens_from_work, work_from_means
-from suite.record.report import Means, Provenance, build_estimate, build_report
+from suite.record.build import Means, Provenance, build_estimate, build_report
 from suite.record.runspec import RunSpec
 from validate_strategies import (FACTORS, _objects, _rebuild, _records, _reprice_totals, _retotal, _spec_dict,
                                  write_ledger)

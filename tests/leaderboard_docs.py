@@ -148,7 +148,7 @@ def reference_cell_report(folder: Path, cell: str = "s-sparse", steps: int = 3) 
 
     import yaml
 
-    from suite.record.report import Provenance, build_report
+    from suite.record.build import Provenance, build_report
 
     from validate_strategies import ledger_records, write_ledger
 

@@ -41,7 +41,7 @@ def test_live_model_and_saved_config_give_the_same_adapter(tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from suite.train.trl_callback import adapter_of
+    from suite.train.trlsetup import adapter_of
 
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

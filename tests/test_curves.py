@@ -103,6 +103,12 @@ def test_which_allocation_has_the_highest_asymptote_and_the_best_efficiency():
     assert cond["highest_asymptote"]["label"] == "high" and cond["highest_asymptote"]["prob"] >= 0.95
     assert cond["best_efficiency"]["label"] == "fast" and cond["best_efficiency"]["of"] == 2
     curves.check(doc)
+    # The one output check (suite.record.schemas.check_output) refuses a broken document by its path.
+    cond["name"] = 2
+    with pytest.raises(RaceError, match=r"curves\.json would not follow curves-v1\.schema\.json: "
+                                        r"at \$\.conditions\[0\]\.name: 2 is not of type 'string'") as e:
+        curves.check(doc)
+    assert "bug in the curve fits" in e.value.hint
 
 
 def test_the_same_runs_give_the_same_document():

@@ -28,7 +28,8 @@ ALLOWED = {
     "suite/record/runspec.py": "the engine and profiles of the suite's own runs",
     # ... and the TRL integration itself (its callback picks TRL's profile by device and vLLM settings)
     "suite/train/run.py": "the suite's TRL runner picks TRL's profile by device",
-    "suite/train/trl_callback.py": "the suite's TRL callback: TRL's profiles by device and vLLM mode",
+    "suite/train/trlsetup.py": "the suite's TRL integration: TRL's profiles by device and vLLM mode",
+    "suite/train/trl_callback.py": "the TRL callback: an engine the caller names must agree with the trainer's vLLM mode",
     # the referee (race compare): each engine's own FLOP counter, run from its installed code or transcribed
     # from its repository, is named for that engine; these are counters, not profiles or logs
     "suite/accounting/counters.py": "the engines' counters run from their installed packages (verl, TRL)",

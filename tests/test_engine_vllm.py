@@ -133,7 +133,7 @@ def test_trl_with_vllm_runs_the_old_policy_forward_for_its_importance_sampling()
 def test_the_ledger_of_a_trl_run_with_vllm_uses_it():
     from types import SimpleNamespace
 
-    from suite.train.trl_callback import engine_of
+    from suite.train.trlsetup import engine_of
 
     assert engine_of(None, SimpleNamespace(use_vllm=True)) == "trl-vllm"
     assert engine_of(None, SimpleNamespace(use_vllm=True, vllm_importance_sampling_correction=False)) == "trl-vllm-no-is"

@@ -447,7 +447,7 @@ def test_training_and_evaluation_read_the_same_adapter_off_peft(tmp_path, model_
     rank pattern); both give an Adapter whose lora_units are what peft adapted."""
     from suite.accounting.adapter import adapter_from_peft
     from suite.accounting.reference import adapted_units, add_lora, build_model
-    from suite.train.trl_callback import adapter_of
+    from suite.train.trlsetup import adapter_of
 
     spec = spec_of(model_type, OWN[model_type])
     peft_model = add_lora(build_model(spec, "cpu"), Adapter.from_rank(4, targets=targets))

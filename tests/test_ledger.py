@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suite.errors import RaceError
-from suite.record.ledger import (LedgerReader, LedgerSummary, LedgerWriter, TOKEN_KEYS, iter_ledger, read_ledger,
-                          record_problem)
+from suite.accounting import TOKEN_KEYS
+from suite.record.ledger import LedgerReader, LedgerWriter, iter_ledger, read_ledger
+from suite.record.recordcheck import record_problem
+from suite.record.summary import LedgerSummary
 from suite.record.schemas import ledger_record_validator
 
 TOK = dict.fromkeys(TOKEN_KEYS, 3)

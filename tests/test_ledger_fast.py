@@ -1,5 +1,5 @@
 """The ledger reader's fast paths never change a verdict: a whole block of lines parsed as one
-JSON array and checked column-wise (suite.record.ledger.batch_ok, _fast_records) reads exactly what
+JSON array and checked column-wise (suite.record.recordcheck.batch_ok, fast_records) reads exactly what
 the strict line-by-line reader reads, with the same problems on the same lines."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from test_ledger import records
 
 from suite import jsonstrict
-from suite.record.ledger import LedgerReader, LedgerSummary, _fast_records, batch_ok, record_problem
+from suite.record.ledger import LedgerReader
+from suite.record.recordcheck import batch_ok, fast_records, record_problem
+from suite.record.summary import LedgerSummary
 
 GOOD = {"step": 1, "time": "2026-11-29T20:00:00Z", "tokens": {"rollout_prompt": 1, "rollout_completion": 2,
                                                                "update": 3, "reward": 0},
@@ -118,12 +120,12 @@ def test_fast_records_refuses_what_it_cannot_prove():
     """The array fast path returns None (the caller reads line by line) on a duplicate key,
     NaN, a backslash, non-UTF-8, or anything that is not a list of valid records."""
     good = json.dumps(GOOD, separators=(",", ":"))
-    assert _fast_records(f"[{good},{good}]".encode()) == [GOOD, GOOD]
-    assert _fast_records(f"[{good}]".replace('"update":3', '"update":3,"update":3').encode()) is None
-    assert _fast_records(f"[{good}]".replace("0.5", "NaN").encode()) is None
-    assert _fast_records(f"[{good}]".replace("rollout.tokens", "rollout\\u002etokens").encode()) is None
-    assert _fast_records(b"[" + good.encode() + b"\xff]") is None
-    assert _fast_records(b"[1]") is None
+    assert fast_records(f"[{good},{good}]".encode()) == [GOOD, GOOD]
+    assert fast_records(f"[{good}]".replace('"update":3', '"update":3,"update":3').encode()) is None
+    assert fast_records(f"[{good}]".replace("0.5", "NaN").encode()) is None
+    assert fast_records(f"[{good}]".replace("rollout.tokens", "rollout\\u002etokens").encode()) is None
+    assert fast_records(b"[" + good.encode() + b"\xff]") is None
+    assert fast_records(b"[1]") is None
 
 
 def test_integers_past_64_bits_stay_integers(tmp_path):
@@ -131,11 +133,11 @@ def test_integers_past_64_bits_stay_integers(tmp_path):
     json module yields (an int) where a float would also be accepted."""
     big = 2**70
     good = json.dumps({**GOOD, "metrics": {"n": big}, "seconds": {"rollout": big}}, separators=(",", ":"))
-    recs = _fast_records(f"[{good},{good}]".encode())
+    recs = fast_records(f"[{good},{good}]".encode())
     assert recs is not None and type(recs[0]["metrics"]["n"]) is int and recs[0]["seconds"]["rollout"] == big
     # In a count field orjson's float fails the record check: the fast path declines the batch ...
     counted = json.dumps({**GOOD, "work": {"x": big}}, separators=(",", ":"))
-    assert _fast_records(f"[{counted}]".encode()) is None
+    assert fast_records(f"[{counted}]".encode()) is None
     # ... and the strict reader, line by line, reads the integer.
     path = tmp_path / "l.jsonl"
     path.write_text(counted + "\n")
@@ -144,14 +146,14 @@ def test_integers_past_64_bits_stay_integers(tmp_path):
 
 
 def test_without_orjson_the_json_module_reads_the_same(tmp_path, monkeypatch):
-    import suite.record.ledger as ledger
+    import suite.record.recordcheck as recordcheck
 
     lines = [json.dumps({**GOOD, "step": i}, separators=(",", ":")).encode() for i in range(1, 300)]
     lines[100] = _BAD_LINES[0]
     path = tmp_path / "l.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     with_orjson = LedgerSummary.scan(path)
-    monkeypatch.setattr(ledger, "_array_loads", None)
+    monkeypatch.setattr(recordcheck, "_array_loads", None)
     without = LedgerSummary.scan(path)
     assert (without.records, without.flops, without.work, without.n_problems, without.sha256) == \
         (with_orjson.records, with_orjson.flops, with_orjson.work, with_orjson.n_problems, with_orjson.sha256)

@@ -147,7 +147,8 @@ def test_bad_assumptions_and_sources_get_one_line(tmp_path, capsys, change, word
 def test_two_published_figures_for_the_hours_are_both_shown(tmp_path):
     """Where two sources disagree on a run's hours, the page shows each figure and the implied
     utilization it gives, each with its source."""
-    from suite.record.report import Report, build_estimate
+    from suite.record.report import Report
+    from suite.record.build import build_estimate
     from suite.site.field import page
     from suite.train.cell import load_cell
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from race_helpers import make_report, surface_reports, write_reports
-from suite.analysis import frontier, race
+from suite.analysis import fits, frontier, race
 from suite import paths
 from suite.cli import main
 from suite.errors import RaceError
@@ -113,12 +113,12 @@ def test_loo_error_is_exact():
     rng = np.random.default_rng(3)
     p = np.array(GRID)
     y = 0.5 + p - p ** 2 + rng.normal(0, 0.01, len(p))
-    for m in race.MODELS.values():
-        f = race.fit(m, p, y)
+    for m in fits.MODELS.values():
+        f = fits.fit(m, p, y)
         errs = []
         for i in range(len(p)):
             keep = np.arange(len(p)) != i
-            g = race.fit(m, p[keep], y[keep])
+            g = fits.fit(m, p[keep], y[keep])
             errs.append(y[i] - g.predict(p[i:i + 1])[0])
         assert f.loo_rmse == pytest.approx(math.sqrt(np.mean(np.square(errs))), rel=1e-6)
 

@@ -39,7 +39,7 @@ def test_a_lazy_registry_loads_once_at_first_lookup():
     ("suite.accounting.engines", "ENGINES", "trl"),
     ("suite.train.rewards", "REWARD_SYSTEMS", "sparse"),
     ("suite.pipeline.executors", "EXECUTORS", "local"),
-    ("suite.analysis.race", "MODELS", "linear"),
+    ("suite.analysis.fits", "MODELS", "linear"),
     ("suite.cli.commands.report", "FORMATS", "json"),
     ("suite.analysis.findings", "CLAIMS", "a"),
 ])

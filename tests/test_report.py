@@ -14,9 +14,10 @@ import pytest
 from suite import paths
 from suite.cli import main
 from suite.errors import RaceError
-from suite.record.ledger import LedgerSummary
+from suite.record.summary import LedgerSummary
 from suite.atomic import write_json_atomic
-from suite.record.report import Provenance, Report, build_report
+from suite.record.report import Report
+from suite.record.build import Provenance, build_report
 from suite.record.runspec import RunSpec, load_run_spec
 from suite.validate import validate_report
 

@@ -164,7 +164,7 @@ def test_a_shrunk_config_under_a_real_models_name_is_refused(models, monkeypatch
 
     from suite.accounting.specs import lookup
     from suite.accounting.specs import spec_for
-    from suite.record.report import Means, build_estimate
+    from suite.record.build import Means, build_estimate
     from suite.train.cell import load_run_description
 
     catalog = json.loads(lookup("GLM-4.5-Air").path.read_text())

@@ -257,7 +257,7 @@ def test_a_reward_model_spec_override_goes_into_the_report(tmp_path, parts):
     from dataclasses import replace
 
     from suite.cli import main
-    from suite.train.trl_callback import reward_model_spec_of
+    from suite.train.trlsetup import reward_model_spec_of
 
     spec = replace(reward_model_spec_of(parts[2]), name="my-orm")
     trainer, ledger, measured = _run(tmp_path, parts, reward="model", steps=1, ledger_kw={"reward_model": spec})

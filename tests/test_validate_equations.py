@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from suite import paths
-from suite.record.ledger import LedgerSummary
-from suite.record.report import Provenance, build_report, totals_from
+from suite.record.summary import LedgerSummary
+from suite.record.build import Provenance, build_report, totals_from
 from suite.validate import exit_code, validate_report
 from suite.validate.equations import System
 from suite.validate.physics import _inputs, _priced

@@ -15,8 +15,8 @@ import pytest
 from suite import paths
 from suite.accounting import add_work, phase_flops, tokens_from_work, work_from_means
 from suite.errors import RaceError
-from suite.record.ledger import LedgerSummary
-from suite.record.report import Provenance, build_report
+from suite.record.summary import LedgerSummary
+from suite.record.build import Provenance, build_report
 from suite.train.cell import cell_from_dict
 from suite.validate import exit_code, validate_report
 from suite.validate.equations import System, _eq
@@ -273,7 +273,7 @@ def test_a_stage_may_not_change_what_its_row_does_not_record():
     another beta, which its row could not show."""
     from dataclasses import replace
 
-    from suite.record.report import build_estimate
+    from suite.record.build import build_estimate
 
     cell = cell_from_dict({"name": "x", "policy": "Qwen2.5-0.5B-Instruct", "reward": "sparse", "lora_rank": 16,
                            "prompts_per_step": 4, "group_size": 8, "max_completion_tokens": 4096, "steps": 3,

@@ -31,7 +31,7 @@ def _ids(findings):
 
 
 def _report(folder: Path, spec: dict, recs: list, provenance=MEASURED) -> dict:
-    from suite.record.report import build_report
+    from suite.record.build import build_report
 
     folder.mkdir(parents=True, exist_ok=True)
     write_ledger(folder / "ledger.jsonl", recs)
@@ -102,7 +102,7 @@ def measured(tmp_path_factory):
 def _renamed(doc, folder, where: str, name: str, spec_of: str, tmp: Path):
     """The model block at `where` given `spec_of`'s spec under `name`, repriced and rebuilt."""
     from suite.accounting.specs import spec_for
-    from suite.record.report import model_entry
+    from suite.record.build import model_entry
 
     bad, f = copy.deepcopy(doc), tmp / "forged"
     f.mkdir()

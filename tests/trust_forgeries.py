@@ -23,7 +23,7 @@ from pathlib import Path
 
 from suite.accounting import ENGINES, GRPOSettings, add_work, phase_flops, tokens_from_work, work_from_lengths
 from suite.accounting.specs import spec_for
-from suite.record.report import Provenance, build_report, model_entry
+from suite.record.build import Provenance, build_report, model_entry
 from validate_strategies import (MEASURED, POLICIES, PRM, _objects, _rebuild, _records, _reprice_totals, _spec_dict,
                                  _trl_layout_records, ledger_records, write_ledger)
 

@@ -16,7 +16,7 @@ from suite.accounting import (ENGINES, PROJECTIONS, Adapter, GRPOSettings, phase
 from suite.errors import RaceError
 from suite.record.ledger import LedgerWriter
 from suite.accounting.specs import catalog_names, spec_for
-from suite.record.report import Provenance, build_report, model_entry, totals_from
+from suite.record.build import Provenance, build_report, model_entry, totals_from
 
 MEASURED = Provenance("measured", recorder="race report (a per-step ledger)")
 
@@ -406,7 +406,7 @@ def forgery_pool(folder: Path, n_measured: int = 24, n_imported: int = 12, n_est
     """Valid reports of every provenance, each in its own folder: (method, report, folder or
     None). Measured ones in both ledger layouts (one record per generation; TRL's one per
     optimizer step), every engine profile."""
-    from suite.record.report import Means, build_estimate
+    from suite.record.build import Means, build_estimate
     from suite.record.runspec import RunSpec
 
     rng = _random.Random(seed)
@@ -450,7 +450,7 @@ def _rebuild(doc: dict, folder: Path, recs: list[dict]) -> None:
     sha256 and record count: what a forger who knows the suite does."""
     from suite.accounting.modelspec import ModelSpec
     from suite.accounting.pretraining import share_of_pretraining
-    from suite.record.ledger import LedgerSummary
+    from suite.record.summary import LedgerSummary
     from suite.validate.physics import _inputs, _priced
 
     args = _inputs(doc)

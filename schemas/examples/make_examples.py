@@ -36,7 +36,7 @@ from suite.record.ledger import LedgerWriter  # noqa: E402
 from suite.accounting.specs import spec_for  # noqa: E402
 from suite.accounting.pretraining import share_of_pretraining  # noqa: E402
 from suite.atomic import write_json_atomic  # noqa: E402
-from suite.record.report import Provenance, build_estimate, build_report, totals_from  # noqa: E402
+from suite.record.build import Provenance, build_estimate, build_report, totals_from  # noqa: E402
 from suite.train.cell import cell_from_dict  # noqa: E402
 from suite.validate.physics import _inputs, _priced  # noqa: E402
 

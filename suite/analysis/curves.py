@@ -508,11 +508,7 @@ def refusals(doc: dict) -> list[str]:
 
 def check(doc: dict) -> None:
     """Validate a curves document against schemas/curves-v1 (a failure is a bug here)."""
-    errors = sorted(schemas.validator(schemas.CURVES).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        e = errors[0]
-        raise RaceError(f"curves.json would not follow {schemas.CURVES}: at {schemas.json_path(e.absolute_path)}: "
-                        f"{e.message}", "this is a bug in the curve fits; please report it with the runs")
+    schemas.check_output(doc, schemas.CURVES, "curves.json", "this is a bug in the curve fits; please report it with the runs")
 
 
 def to_json(doc: dict) -> str:

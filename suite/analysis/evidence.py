@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Mapping
 
 import numpy as np
 
-from .. import jsonstrict
+from .. import jsonlines, jsonstrict
 from ..errors import RaceError
 from ..evaluate.harness import METRICS   # read from each sample line's `race` object
 from .frontier import Condition
@@ -144,7 +144,7 @@ class Run:
 def read_samples(path: Path, where: str) -> tuple[list[int], dict[str, list[float]]]:
     """(doc ids, metric -> scores) of one per-sample log, in doc_id order."""
     try:        # lm-eval writes NaN for some scores; a duplicate key is refused, never guessed
-        rows = list(jsonstrict.read_lines(path, hint="re-evaluate the run (`race eval RUN_DIR`)"))
+        rows = list(jsonlines.values(path, hint="re-evaluate the run (`race eval RUN_DIR`)"))
     except RaceError as e:
         raise RaceError(f"{where}: cannot read its per-sample log ({e.message})", e.hint) from None
     return samples_of(rows, where)
@@ -329,7 +329,7 @@ def _run_folders(root: Path) -> Iterator[tuple[Path, str, list[tuple[str, list[d
         if read_run(folder, root) is None:
             continue
         logs = [(log.relative_to(folder).as_posix(),
-                 _trimmed(jsonstrict.read_lines(log, hint="re-evaluate the run (`race eval RUN_DIR`)")))
+                 _trimmed(jsonlines.values(log, hint="re-evaluate the run (`race eval RUN_DIR`)")))
                 for log in sorted((folder / EVAL_DIR).rglob("*.samples.jsonl"))]    # the end's and the curve points'
         yield folder, f.read_text(encoding="utf-8"), logs
 
@@ -361,13 +361,7 @@ def read_packed(path: str | os.PathLike) -> list[dict]:
     if not d.eof:
         raise RaceError(f"{path}: truncated, or larger than {MAX_UNPACKED} bytes unpacked", redo)
     out = []
-    for n, line in enumerate(data.split(b"\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = jsonstrict.loads(line, allow_nan=True, max_depth=None)
-        except jsonstrict.JSONInputError as e:
-            raise RaceError(f"{path}: line {n}: not valid JSON ({e.message})", redo) from None
+    for n, obj in jsonlines.records(data, name=path, max_depth=None, max_line_bytes=MAX_UNPACKED, hint=redo):
         if n == 1:
             if not isinstance(obj, dict) or obj.get("format") != PACK_FORMAT or obj.get("version") != PACK_VERSION:
                 raise RaceError(f"{path}: not a {PACK_FORMAT} v{PACK_VERSION} file (its first line says otherwise)", redo)

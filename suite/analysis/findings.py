@@ -485,12 +485,8 @@ def findings(an: Analysis, source: Mapping | None = None) -> dict:
 def check(doc: dict) -> None:
     """Validate a findings document against schemas/findings-v1 (Draft 2020-12); a failure is a
     bug in the findings, reported with the JSON path."""
-    errors = sorted(schemas.validator(schemas.FINDINGS).iter_errors(doc),
-                    key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        e = errors[0]
-        raise RaceError(f"findings.json would not follow {schemas.FINDINGS}: at {schemas.json_path(e.absolute_path)}: "
-                        f"{e.message}", "this is a bug in the findings; please report it with the study folder")
+    schemas.check_output(doc, schemas.FINDINGS, "findings.json",
+                         "this is a bug in the findings; please report it with the study folder")
 
 
 def to_json(doc: dict) -> str:

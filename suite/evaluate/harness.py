@@ -97,7 +97,7 @@ def model_entry(path: str | Path) -> dict:
     """A report `model` object (name, spec, parameter counts) for a model folder (named by the
     folder) or catalog name, of any family (a traced spec where it has no recipe)."""
     from ..accounting.specs import spec_for
-    from ..record.report import model_entry as entry
+    from ..record.build import model_entry as entry
 
     spec = spec_for(str(path))
     return entry(spec, Path(str(path)).name if Path(str(path)).is_dir() else None)

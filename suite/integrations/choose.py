@@ -106,18 +106,13 @@ def _auto(path: Path):
 
 
 def _is_verl_file_logger(path: Path) -> bool:
-    from .. import jsonstrict
+    from .. import jsonlines
 
-    with open(path, "rb") as f:
-        for raw in islice(f, 50):
-            if not raw.strip():
-                continue
-            try:
-                rec = jsonstrict.loads(raw, allow_nan=True)
-            except jsonstrict.JSONInputError:
-                return False
-            return isinstance(rec, dict) and isinstance(rec.get("data"), dict) and "step" in rec
-    return False
+    try:        # the first record decides
+        rec = next(jsonlines.values(path), None)
+    except RaceError:
+        return False
+    return isinstance(rec, dict) and isinstance(rec.get("data"), dict) and "step" in rec
 
 
 __all__ = ["choose"]

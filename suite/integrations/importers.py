@@ -132,9 +132,9 @@ def _need(entry: Mapping, key: str, needed: Mapping[str, str], where: str, engin
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
-    from .logformats import jsonl_records    # the one JSON Lines reader (torn last line, strict parsing)
+    from .. import jsonlines    # the one JSON Lines reader (a killed run's torn last line ends the file)
 
-    return jsonl_records(path, hint="verl's file logger writes one JSON object a line")
+    return jsonlines.records(path, torn_tail=True, hint="verl's file logger writes one JSON object a line")
 
 
 def read_verl_log(path: str | Path) -> list[Step]:
@@ -302,7 +302,8 @@ def import_steps(steps: list[Step], cell: "CellSpec", out: str | Path, *, engine
     from ..record.ledger import LedgerWriter
     from ..accounting.specs import spec_for
     from ..atomic import write_json_atomic
-    from ..record.report import Provenance, build_report, write_report
+    from ..record.report import write_report
+    from ..record.build import Provenance, build_report
     from ..record.runspec import EngineSpec
 
     from .sanity import check_steps

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .. import jsonlines
 from ..errors import RaceError
 from ..registry import Registry
 
@@ -187,7 +188,7 @@ def read_jsonl(path: Path, *, step: str = "step", nest: str | None = None, line_
                **_: Any) -> Iterator[Row]:
     """One row per record with a numeric `step` (prime-rl's `"step": null` rows, written by other
     producers, are skipped); the record's `nest` dict (verl's `data`) merged into its top level."""
-    for _, rec in jsonl_records(path, line_prefix=line_prefix):
+    for _, rec in jsonlines.records(path, prefix=line_prefix, torn_tail=True, hint="one JSON object a line"):
         if not isinstance(rec, dict):
             continue
         if nest and isinstance(rec.get(nest), dict):
@@ -195,32 +196,6 @@ def read_jsonl(path: Path, *, step: str = "step", nest: str | None = None, line_
         s = number(rec.get(step))
         if s is not None:
             yield int(s), values(rec)
-
-
-def jsonl_records(path: Path, *, line_prefix: str | None = None,
-                  hint: str = "one JSON object a line") -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) of each non-blank line (only lines holding `line_prefix`, the
-    JSON after it), parsed strictly (suite.jsonstrict: duplicate keys, huge numbers and deep
-    nesting refused). A torn last line (a killed run) ends the file; any other bad line is one
-    RaceError. The one JSON Lines reader of the importers (verl's FileLogger included)."""
-    from .. import jsonstrict
-
-    marker = line_prefix.encode() if line_prefix is not None else None
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            if marker is not None:
-                i = raw.find(marker)
-                if i < 0:
-                    continue
-                raw = raw[i + len(marker):]
-            if not raw.strip():
-                continue
-            try:
-                yield n, jsonstrict.loads(raw, allow_nan=True)
-            except jsonstrict.JSONInputError as e:
-                if e.kind == "syntax" and not raw.endswith(b"\n"):
-                    return
-                raise RaceError(f"{path}:{n}: not JSON ({e.message})", hint) from None
 
 
 @log_format("csv", engine=None, source="wandb run history export (one column per key, _step)",

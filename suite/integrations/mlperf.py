@@ -26,7 +26,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .. import jsonstrict
+from .. import jsonlines
 from ..errors import RaceError
 from .importers import ImportResult, Step, import_steps
 
@@ -69,49 +69,40 @@ def read_mllog(path: str | Path, keep: frozenset[str] | None = None) \
     keep = KEPT_EVENTS if keep is None else keep
     events: list[dict] = []     # only the events the caller reads again (`keep`): memory stays bounded
     seen = False
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            i = line.find(PREFIX)
-            if i < 0:
-                continue
-            try:
-                ev = jsonstrict.loads(line[i + len(PREFIX):].encode("utf-8"), allow_nan=True)
-            except jsonstrict.JSONInputError as e:
-                if e.kind == "syntax" and not line.endswith("\n"):
-                    break  # torn last line of a killed run
-                raise RaceError(f"{path}:{n}: MLLOG line is not JSON ({e.message})",
-                                "the MLPerf logger writes ':::MLLOG ' and one JSON object a line") from None
-            if not isinstance(ev, dict) or "key" not in ev:
-                raise RaceError(f"{path}:{n}: MLLOG event without a key", 'expected {"key": ..., "value": ...}')
-            if not isinstance(ev["key"], str):
-                raise RaceError(f"{path}:{n}: field 'key' = {_short(ev['key'])} is not a string",
-                                'the MLPerf logger writes {"key": "name", "value": ...}')
-            seen = True
-            meta = ev.get("metadata")
-            if meta is not None and not isinstance(meta, dict):
-                raise RaceError(f"{path}:{n}: field 'metadata' = {_short(meta)} is not an object")
-            meta = meta or {}
-            step = meta.get("step")
-            if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
-                raise RaceError(f"{path}:{n}: field 'metadata.step' = {_short(step)} is not a step number")
-            if ev["key"] in keep:
-                if len(events) >= 4 * MAX_IMPORT_STEPS:
-                    raise RaceError(f"{path}:{n}: more than {4 * MAX_IMPORT_STEPS:,} events of {', '.join(sorted(keep))}",
-                                    "more than a real MLPerf log holds; check the log")
-                events.append(ev)
-            if ev["key"] == "tracked_stats" and isinstance(ev.get("value"), dict) and step is not None:
-                if "samples_count" in meta:  # training stats; validation_time has no samples_count
-                    for k, v in ev["value"].items():
-                        if k in NUMERIC and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                             or not math.isfinite(v) or v < 0):
-                            raise RaceError(f"{path}:{n}: field 'value.{k}' = {_short(v)} is not a non-negative number",
-                                            "the MLPerf logger writes numbers in tracked_stats")
-                    if step not in stats and len(stats) >= MAX_IMPORT_STEPS:
-                        raise RaceError(f"{path}:{n}: more than {MAX_IMPORT_STEPS:,} training steps (limits."
-                                        "MAX_IMPORT_STEPS)", "real GRPO logs hold far fewer; split the log or check it")
-                    stats.setdefault(step, {}).update(ev["value"])
-            elif ev.get("event_type") == "POINT_IN_TIME":
-                values.setdefault(ev["key"], ev.get("value"))
+    # Lines without the prefix are the job's other output; a killed run's torn last line ends the log.
+    for n, ev in jsonlines.records(path, prefix=PREFIX, torn_tail=True,
+                                   hint="the MLPerf logger writes ':::MLLOG ' and one JSON object a line"):
+        if not isinstance(ev, dict) or "key" not in ev:
+            raise RaceError(f"{path}:{n}: MLLOG event without a key", 'expected {"key": ..., "value": ...}')
+        if not isinstance(ev["key"], str):
+            raise RaceError(f"{path}:{n}: field 'key' = {_short(ev['key'])} is not a string",
+                            'the MLPerf logger writes {"key": "name", "value": ...}')
+        seen = True
+        meta = ev.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise RaceError(f"{path}:{n}: field 'metadata' = {_short(meta)} is not an object")
+        meta = meta or {}
+        step = meta.get("step")
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise RaceError(f"{path}:{n}: field 'metadata.step' = {_short(step)} is not a step number")
+        if ev["key"] in keep:
+            if len(events) >= 4 * MAX_IMPORT_STEPS:
+                raise RaceError(f"{path}:{n}: more than {4 * MAX_IMPORT_STEPS:,} events of {', '.join(sorted(keep))}",
+                                "more than a real MLPerf log holds; check the log")
+            events.append(ev)
+        if ev["key"] == "tracked_stats" and isinstance(ev.get("value"), dict) and step is not None:
+            if "samples_count" in meta:  # training stats; validation_time has no samples_count
+                for k, v in ev["value"].items():
+                    if k in NUMERIC and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                         or not math.isfinite(v) or v < 0):
+                        raise RaceError(f"{path}:{n}: field 'value.{k}' = {_short(v)} is not a non-negative number",
+                                        "the MLPerf logger writes numbers in tracked_stats")
+                if step not in stats and len(stats) >= MAX_IMPORT_STEPS:
+                    raise RaceError(f"{path}:{n}: more than {MAX_IMPORT_STEPS:,} training steps (limits."
+                                    "MAX_IMPORT_STEPS)", "real GRPO logs hold far fewer; split the log or check it")
+                stats.setdefault(step, {}).update(ev["value"])
+        elif ev.get("event_type") == "POINT_IN_TIME":
+            values.setdefault(ev["key"], ev.get("value"))
     if not seen:
         raise RaceError(f"{path}: no ':::MLLOG ' lines", "pass the output of an MLPerf-logging run")
     return values, stats, events

@@ -147,18 +147,30 @@ def json_path(parts: Iterable) -> str:
     return out
 
 
+def problems(doc: Any, name: str, most: int = 3) -> list[str]:
+    """The first (up to `most`, in JSON-path order) violations of schemas/NAME by `doc`, each
+    "$.path: message"; empty when it follows the schema."""
+    errs = sorted(validator(name).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:most]]
+
+
 def report_problems(doc: Any) -> str | None:
     """The first (up to three) report v1 schema violations of `doc` as one line, or None."""
-    errs = sorted(report_validator().iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    return "; ".join(f"{json_path(e.absolute_path)}: {e.message}" for e in errs[:3]) if errs else None
+    return "; ".join(problems(doc, REPORT)) or None
+
+
+def check_output(doc: Any, name: str, what: str, hint: str) -> None:
+    """The one check of a document the suite is about to write (a report, race.json, curves.json,
+    findings.json) against schemas/NAME: RaceError "WHAT would not follow NAME: at $.path: message"
+    naming its first violations, `hint` saying whose bug it is. Nothing is written after it fails."""
+    found = problems(doc, name)
+    if found:
+        raise RaceError(f"{what} would not follow {name}: " + "; ".join(f"at {p}" for p in found), hint)
 
 
 def check_report(doc: Mapping[str, Any]) -> None:
     """Raise RaceError naming the first schema violations of a report about to be written."""
-    problems = report_problems(doc)
-    if problems:
-        raise RaceError(f"the report would not match the v1 schema: {problems}",
-                        "check the run spec's evaluations and budget (docs/report.md)")
+    check_output(doc, REPORT, "the report", "check the run spec's evaluations and budget (docs/report.md)")
 
 
 # ---- spec files people write: one clear line for the first problem ------------------------------
@@ -342,5 +354,5 @@ def record_shape() -> RecordShape:
 __all__ = ["REPORT", "REPORT_ID", "REPORT_VERSION", "TRACED_VERSION", "PADDED_VERSION", "COST_VERSION", "version_for", "model_blocks", "SUPPORTED_VERSIONS",
            "LEDGER_RECORD", "RACE", "RACE_VERSION",
            "load", "inline_refs", "validator", "report_validator", "ledger_record_validator", "json_path",
-           "report_problems", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",
+           "problems", "report_problems", "check_output", "check_report", "report_section", "CELL", "GRID", "RUN_SPEC", "STUDY", "FINDINGS", "CURVES", "KEYMAP",
            "numbers_parsed", "check_spec", "RecordShape", "record_shape"]

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from .. import jsonstrict
 from ..digest import file_sha256
 from ..errors import RaceError
-from ..record.ledger import LedgerSummary
+from ..record.summary import LedgerSummary
 from ..record.report import read_report
 from .ids import ID_HEX, canonical_bytes, content_digest, submission_id  # noqa: F401  (the ids, re-exported)
 from .render import Skip

@@ -229,8 +229,8 @@ class CellSpec:
                        if self.hardware else None)
 
     def means(self):
-        """record.report.Means of the setup table, for `race report --estimate`."""
-        from ..record.report import Means
+        """record.build.Means of the setup table, for `race report --estimate`."""
+        from ..record.build import Means
 
         missing = [k for k in ("steps", "mean_prompt_tokens", "mean_completion_tokens") if getattr(self, k) is None]
         if missing:
@@ -262,7 +262,7 @@ class CellSpec:
     def estimate(self, *, created: str | None = None, evaluations=None):
         """`race report --estimate`: the record.report.Report priced from this cell's setup table,
         stage by stage when it has `stages` (totals their sum)."""
-        from ..record.report import build_estimate
+        from ..record.build import build_estimate
 
         if self.stages:
             stages = [(c.name.rsplit("/", 1)[1], c.run_spec(), c.means()) for c in self.stage_cells()]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import jsonstrict
+from .. import jsonlines, jsonstrict
 from ..answers import extract_boxed
 from ..errors import RaceError
 
@@ -115,7 +115,7 @@ def read_records(path: str | Path) -> list:
         if isinstance(data, dict):
             data = data.get("data", data.get("rows", []))
         return data if isinstance(data, list) else []
-    return list(jsonstrict.read_lines(path, hint=hint))
+    return list(jsonlines.values(path, hint=hint))
 
 
 def load(path: str | Path, format: str | None = None, limit: int | None = None) -> list[dict]:

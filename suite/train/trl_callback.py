@@ -57,6 +57,7 @@ from ..accounting import step_cost_bound  # noqa: F401  (public here too: the bu
 from ..accounting.work import reward_tokens_bound
 from ..atomic import write_jsonl_atomic
 from ..errors import RaceError
+from .trlsetup import adapter_of, engine_of, policy_spec_of, reward_model_spec_of, settings_of
 
 log = logging.getLogger(__name__)
 
@@ -64,76 +65,6 @@ LEDGER_FILE = "ledger.jsonl"
 DISCARDED_FILE = "ledger.discarded.jsonl"
 ADAPTER_DIR = "adapter"
 RECORDER = "race RaceLedger (TRL callback)"
-
-
-# ---- what the trainer is doing ----------------------------------------------------------------
-
-
-def policy_spec_of(model):
-    """Spec of a (possibly PEFT-wrapped) transformers model, from its config: the analytic recipe
-    where its family has one (ModelSpec), else the traced path (TracedSpec)."""
-    from ..accounting.specs import spec_for
-
-    cfg = {**model.config.to_dict(), "model_type": model.config.model_type}
-    name = getattr(model.config, "_name_or_path", "") or cfg.get("model_type", "policy")
-    return spec_for(cfg, Path(str(name)).name or "policy")
-
-
-def adapter_of(model, spec=None):
-    """accounting.Adapter of the model the trainer trains: its PEFT LoRA (what PEFT really
-    adapted, read off the modules: target_modules may be a list, a regex or "all-linear"; MoE
-    expert stacks are target_parameters), or full fine-tuning."""
-    from ..accounting.adapter import adapter_from_peft
-    from ..accounting.reference import adapted_units
-
-    peft_cfg = getattr(model, "peft_config", None)
-    if not peft_cfg:
-        return adapter_from_peft(None)
-    cfg = peft_cfg.get("default") or next(iter(peft_cfg.values()))
-    return adapter_from_peft(cfg, units=adapted_units(model), spec=spec or policy_spec_of(model))
-
-
-def reward_model_spec_of(module):
-    """Spec of a reward model TRL runs itself (any transformers sequence classifier), from its
-    config: the analytic recipe where its family has one, else the traced path
-    (suite.accounting.traced: FlopCounterMode over its own modeling code on the meta device);
-    the architecture comes from the class when the config does not name it."""
-    from ..accounting.specs import spec_for
-
-    cfg = {**module.config.to_dict(), "model_type": module.config.model_type}
-    if not cfg.get("architectures"):
-        cfg["architectures"] = [type(module).__name__]
-    name = str(getattr(module.config, "_name_or_path", "") or "") or type(module).__name__
-    return spec_for(cfg, Path(name).name or name)
-
-
-def settings_of(args):
-    """accounting.GRPOSettings from a TRL GRPOConfig (after its __post_init__)."""
-    from ..accounting import GRPOSettings
-
-    k = int(args.num_generations)
-    gen_batch = int(args.generation_batch_size or args.per_device_train_batch_size * args.steps_per_generation)
-    if gen_batch % k:
-        raise RaceError(f"generation batch {gen_batch} is not a multiple of num_generations={k}")
-    pad = args.pad_to_multiple_of if isinstance(args.pad_to_multiple_of, int) else None
-    return GRPOSettings(group_size=k, prompts_per_step=gen_batch // k, num_iterations=int(args.num_iterations),
-                        beta=float(args.beta), max_completion_tokens=int(args.max_completion_length),
-                        gradient_checkpointing=bool(args.gradient_checkpointing),
-                        gradient_accumulation_steps=int(args.gradient_accumulation_steps),
-                        steps_per_generation=int(args.steps_per_generation) if args.steps_per_generation else None,
-                        pad_to_multiple_of=pad)
-
-
-def engine_of(model, args) -> str:
-    """Accounting engine profile of this trainer: `trl-vllm` when vLLM generates (use_vllm,
-    server or colocate; `trl-vllm-no-is` with vllm_importance_sampling_correction off), `trl`
-    where TRL's fused LM head runs its Triton path (CUDA/XPU), `trl-cpu` elsewhere."""
-    from transformers.utils import is_triton_available
-
-    if getattr(args, "use_vllm", False):
-        return "trl-vllm" if getattr(args, "vllm_importance_sampling_correction", True) else "trl-vllm-no-is"
-    dev = next(model.parameters()).device.type
-    return "trl" if dev in ("cuda", "xpu") and is_triton_available() else "trl-cpu"
 
 
 # ---- the callback -------------------------------------------------------------------------------
@@ -813,9 +744,10 @@ class RaceLedger(TrainerCallback):
     # ---- report -----------------------------------------------------------------------------------
 
     def write_report(self, run_spec=None, path: str | os.PathLike | None = None) -> Path:
-        """Build report.json from the ledger (suite.record.report.build_report, provenance
+        """Build report.json from the ledger (suite.record.build.build_report, provenance
         measured, with the steps the trainer took) and write it atomically."""
-        from ..record.report import Provenance, build_report, write_report
+        from ..record.report import write_report
+        from ..record.build import Provenance, build_report
         from ..record.runspec import RunSpec
 
         spec = run_spec or self.run_spec or self.default_run_spec()
@@ -865,5 +797,4 @@ def _is_module(f: Any) -> bool:
         return False
 
 
-__all__ = ["RaceLedger", "step_cost_bound", "policy_spec_of", "reward_model_spec_of", "adapter_of", "settings_of",
-           "engine_of"]
+__all__ = ["RaceLedger", "step_cost_bound"]

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..record.ledger import LedgerSummary
+from ..record.summary import LedgerSummary
 
 _SHARED: dict[Path, LedgerSummary] | None = None
 

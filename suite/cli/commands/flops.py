@@ -81,7 +81,7 @@ def compute(policy, args) -> dict:
     from suite.accounting import METHOD, VERSION, get_engine, step_flops
     from suite.accounting.pretraining import share_of_pretraining
     from suite.accounting.specs import priced_by, spec_for
-    from suite.record.report import model_entry
+    from suite.record.build import model_entry
 
     get_engine(args.engine_profile)
     adapter = adapter_from_args(args)

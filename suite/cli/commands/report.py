@@ -201,7 +201,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ...atomic import write_text_atomic
-    from ...record.report import Provenance, build_report
+    from ...record.build import Provenance, build_report
     from ...train.cell import load_cell, load_run_description
 
     if args.predict_hours:
