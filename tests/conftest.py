@@ -33,3 +33,16 @@ def traced_cache_of_this_session(tmp_path_factory):
         os.environ.pop("RACE_TRACED_CACHE", None)
     else:
         os.environ["RACE_TRACED_CACHE"] = old
+
+
+def pytest_collection_modifyitems(config, items):
+    """The long lane (tests marked `long`) runs only with RACE_LONG=1: CI's time is a budget
+    (README), and these repeat at length what a representative few already check in CI."""
+    import os
+
+    if os.environ.get("RACE_LONG"):
+        return
+    long = [i for i in items if i.get_closest_marker("long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [i for i in items if not i.get_closest_marker("long")]

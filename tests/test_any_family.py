@@ -157,7 +157,13 @@ def _update(spec, adapter, model, fused_head: bool = True):
     return measure_train_pass(spec, adapter, p, c, True, device="cpu", model=model, fused_head=fused_head), upd
 
 
-@pytest.mark.parametrize("model_type", [pytest.param(m, marks=() if m in FAST else pytest.mark.slow) for m in NO_RECIPE])
+# CI's slow lane: one family of each structure the list holds (a conv hybrid, Mamba, MoE, sliding
+# window, dense); RACE_LONG=1 runs every family of the list (about 3 minutes more).
+CI = ("lfm2", "nemotron_h", "olmoe", "cohere2", "apertus")
+
+
+@pytest.mark.parametrize("model_type", [pytest.param(m, marks=() if m in FAST else pytest.mark.slow if m in CI
+                                                     else (pytest.mark.slow, pytest.mark.long)) for m in NO_RECIPE])
 def test_families_without_recipe_priced_exactly(model_type):
     """Rollout through generate (KV cache, LoRA), a full update and a LoRA update (peft's own
     targeting), each against FlopCounterMode on the real eager HF code (eager experts): 0

@@ -38,7 +38,12 @@ def _priced(spec, engine: str, kind: str, gc: bool, phase: str) -> int:
     return phase_flops(work, spec, adapter, s, engine=engine, attention="full")[phase]
 
 
-@pytest.mark.parametrize("model_type", [pytest.param(m, marks=() if m in FAST else pytest.mark.slow)
+# CI's slow lane: the hybrid linear-attention, MLA and sliding-window recipes; RACE_LONG=1 every family.
+CI = ("qwen3_next", "qwen3_5_moe_text", "deepseek_v3", "gemma3_text")
+
+
+@pytest.mark.parametrize("model_type", [pytest.param(m, marks=() if m in FAST else pytest.mark.slow if m in CI
+                                                     else (pytest.mark.slow, pytest.mark.long))
                                         for m in sorted(FAMILIES)])
 def test_recipe_equals_a_trace_of_its_own_code(model_type):
     from suite.accounting.traced import PATH_TRACED, traced_spec

@@ -117,6 +117,7 @@ def test_the_surface_calls_a_validation_best_that_is_not_the_pilots_where_race_k
 
 
 @pytest.mark.slow
+@pytest.mark.long      # about a minute: RACE_LONG=1
 def test_the_docs_surface_table_is_the_committed_datas(tmp_path, capsys):
     """docs/findings.md's held-out table of the four predictors is what `race curves docs/decisive
     --surface` prints on the committed data (about a minute: the findings' 10,000 replicates and
