@@ -26,9 +26,9 @@ from suite.paths import home, tasks
 PAPER = tasks() / "studies" / "paper.yaml"
 CI = tasks() / "studies" / "ci.yaml"
 #: Folders holding committed study evidence whose findings must regenerate byte for byte: the CI
-#: study's export (a fixture) and the full study's (docs/findings).
+#: study's export (a fixture), the full study's (docs/findings), the decisive one's and (f)'s.
 COMMITTED = [Path(__file__).parent / "fixtures" / "findings-ci", home() / "docs" / "findings",
-             home() / "docs" / "decisive"]
+             home() / "docs" / "decisive", home() / "docs" / "f-can-fail"]
 
 
 @pytest.fixture(scope="module")
@@ -347,7 +347,7 @@ def test_the_rest_of_the_decisive_study_is_one_resumable_command(tmp_path, capsy
 
 
 def test_the_f_study_that_can_fail_is_planned_where_the_measured_best_moves():
-    """tasks/studies/f-can-fail.yaml (planned, not run): policy-m with the PRM, where the committed
+    """tasks/studies/f-can-fail.yaml: policy-m with the PRM, where the committed
     90-cell study measured the update-heavy mu4-r8 best at 1e12 and mu1-r8 best at 4e12 (the claim
     is checked here against docs/findings/findings.json, so the file's premise cannot drift)."""
     sp = study.plan(study.load(tasks() / "studies" / "f-can-fail.yaml"))
@@ -359,3 +359,12 @@ def test_the_f_study_that_can_fail_is_planned_where_the_measured_best_moves():
     best = {c["condition"]["budget_band"]["high"]: c["best"] for c in committed["conditions"]
             if c["name"].startswith("policy-m") and " prm " in c["name"] and c["name"].endswith("arith-easy-250/pass@1")}
     assert best == {10**12: "mu4-r8", 4 * 10**12: "mu1-r8"}
+    # ... and its run (docs/f-can-fail) met the condition it was built for: on both metrics the pilot's
+    # best is not the validation's, and RACE's call on it is recorded (it missed: a test that can fail)
+    ran = json.loads((home() / "docs" / "f-can-fail" / "findings.json").read_text())
+    best = {(c["condition"]["budget_band"]["high"], c["condition"]["metric"]): c["best"] for c in ran["conditions"]}
+    for metric in ("pass@1", "process_judge"):
+        assert best[(10**12, metric)] != best[(4 * 10**12, metric)] == "mu1-r8"
+    trials = ran["race_holdout"]["trials"]
+    assert len(trials) == 2 and all(t["chosen"] == best[(10**12, t["condition"]["metric"])] != t["best"] for t in trials)
+    assert {c["id"]: c["verdict"] for c in ran["claims"]}["f"] == "inconclusive"
