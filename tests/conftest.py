@@ -37,12 +37,15 @@ def traced_cache_of_this_session(tmp_path_factory):
 
 def pytest_collection_modifyitems(config, items):
     """The long lane (tests marked `long`) runs only with RACE_LONG=1: CI's time is a budget
-    (README), and these repeat at length what a representative few already check in CI."""
+    (README), and these repeat at length what a representative few already check in CI.
+    Files holding a `slow` test go first (order within a file kept): with one file per core
+    (README command 2's `--dist loadfile`) the longest work starts first instead of ending alone."""
     import os
 
-    if os.environ.get("RACE_LONG"):
-        return
-    long = [i for i in items if i.get_closest_marker("long")]
-    if long:
-        config.hook.pytest_deselected(items=long)
-        items[:] = [i for i in items if not i.get_closest_marker("long")]
+    if not os.environ.get("RACE_LONG"):
+        long = [i for i in items if i.get_closest_marker("long")]
+        if long:
+            config.hook.pytest_deselected(items=long)
+            items[:] = [i for i in items if not i.get_closest_marker("long")]
+    slow = {i.path for i in items if i.get_closest_marker("slow")}
+    items.sort(key=lambda i: i.path not in slow)
